@@ -1,0 +1,68 @@
+#pragma once
+// Scans an encoded AMQP 1.0 message (the bare bytes of a transfer's payload:
+// header, delivery-annotations, message-annotations, properties,
+// application-properties, body sections, footer) without decoding it into a
+// proton::message. The broker keeps the encoded bytes and passes them through
+// byte-exact; only the fields it acts on are read here, and only the header
+// section is ever re-encoded (for redelivery).
+//
+// Pure functions, no state: safe on any thread.
+
+#include "broker/common/result.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace wharf::amqp {
+
+enum class codec_errc {
+    truncated,          // the bytes end inside a value
+    bad_constructor,    // an unknown or unsupported format code
+    bad_section,        // a top-level value that is not a described message section
+    section_order,      // sections out of the order the spec requires
+    bad_field_type,     // a header/properties field of the wrong AMQP type
+};
+
+struct codec_error {
+    codec_errc code;
+    std::string description; // for a person: what was wrong and at which offset
+};
+
+// The fields of the header section (AMQP 1.0 §3.2.1) with their spec defaults.
+struct header_fields {
+    bool durable = false;
+    uint8_t priority = 4;
+    std::optional<uint32_t> ttl_ms;
+    bool first_acquirer = false;
+    uint32_t delivery_count = 0;
+};
+
+// What the broker needs to know about a message, plus where its header ends.
+struct message_info {
+    bool has_header = false;
+    header_fields header;
+    // Offset of the first byte after the header section; 0 when there is none.
+    // bytes.substr(header_end) is everything but the header, unchanged.
+    size_t header_end = 0;
+    std::optional<std::string> to;                // properties.to (address)
+    std::optional<std::string> reply_to;          // properties.reply-to
+    std::optional<int64_t> absolute_expiry_ms;    // properties.absolute-expiry-time
+    bool has_body = false;                        // at least one data/amqp-sequence/amqp-value
+};
+
+// Reads `bytes` as one complete message. Every section is skipped over
+// structurally (so a malformed value anywhere is found), but only the header
+// and properties are interpreted.
+result<message_info, codec_error> scan_message(std::string_view bytes);
+
+// Appends the encoded header section for `h` to `out`. Fields equal to their
+// defaults at the end of the list are omitted, as the spec allows.
+void encode_header(const header_fields& h, std::string& out);
+
+// Returns `bytes` with its header replaced by one encoding `h` (inserting a
+// header when there was none). `info` must come from scan_message(bytes).
+std::string with_header(std::string_view bytes, const message_info& info, const header_fields& h);
+
+} // namespace wharf::amqp

@@ -1,0 +1,76 @@
+#pragma once
+// The node's configuration: command-line flags and a TOML config file
+// (parsed with toml++), validated once at start. Every flag has the same key
+// in the file; a flag given on the command line overrides the file.
+//
+// Pure data and pure functions: built on the main thread before anything
+// starts, read-only afterwards.
+
+#include "broker/common/result.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace wharf::config {
+
+enum class overflow_policy { block, reject };
+enum class expiry_policy { drop, dead_letter };
+
+// Per-queue settings. A queue declared in config takes these from
+// [queue-defaults] and overrides any of them in its own [[queue]] table.
+struct queue_policy {
+    uint64_t max_depth_messages = 0;   // 0 = unlimited
+    uint64_t max_depth_bytes = 0;      // 0 = unlimited
+    overflow_policy overflow = overflow_policy::block;
+    std::string dead_letter_queue = "DLQ"; // "" = drop instead of dead-lettering
+    uint32_t max_delivery_count = 10;  // 0 = unlimited
+    expiry_policy expiry = expiry_policy::drop;
+    bool durable = true;               // used by the durable store (later issue)
+};
+
+struct queue_declaration {
+    std::string name;
+    queue_policy policy;
+};
+
+struct listener_config {
+    std::string host = "127.0.0.1";
+    uint16_t port = 5672;              // 0 = the OS picks a free port
+    uint32_t max_frame_size = 65536;   // bytes, >= 512 (AMQP minimum)
+    std::chrono::milliseconds idle_timeout{60000}; // 0 = none
+};
+
+struct node_config {
+    std::string node_id;               // default: "wharf-" + hostname
+    std::vector<listener_config> listeners; // default: one on 127.0.0.1:5672
+    std::string data_dir;              // default: "./wharf-data"
+    std::string log_level = "info";    // trace, debug, info, warn, error, off
+    unsigned threads = 0;              // 0 = number of cores
+    bool auto_create_queues = true;
+    uint32_t max_connections = 10000;  // 0 = unlimited
+    uint64_t max_message_size = 16 * 1024 * 1024; // bytes, advertised on attach
+    uint32_t credit_window = 1000;     // producer link credit; refilled at half
+    queue_policy queue_defaults;
+    std::vector<queue_declaration> queues;
+};
+
+struct config_error {
+    int exit_code;          // 2 for bad input; 0 for --help / --version
+    std::string message;    // printed as-is: names the key and what is wrong (or the help text)
+};
+
+// Parses argv (and the file named by --config, if any) into a node_config.
+result<node_config, config_error> load(int argc, const char* const* argv);
+
+// Parses a TOML document (the file's text) on top of `base`; `origin` names
+// the file in messages. Exposed for tests.
+result<node_config, config_error> parse_toml(std::string_view text, std::string_view origin,
+                                             node_config base = {});
+
+// Parses "HOST:PORT" (IPv6 as "[::1]:5672").
+result<listener_config, std::string> parse_listen(std::string_view s);
+
+} // namespace wharf::config
