@@ -1,0 +1,166 @@
+#pragma once
+// What crosses the hand-off between connections and the queue engine.
+// Connections post batches of commands; the engine answers with batches of
+// events into each connection's outbox. Plain data, moved, never shared.
+
+#include "broker/common/errors.hpp"
+#include "broker/engine/message_body.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace wharf::engine {
+
+// Names a link node-wide (allocated by the connection layer, never reused).
+using link_id = uint64_t;
+
+// ---- commands: connection → engine -------------------------------------
+
+class outbox;
+
+struct cmd_attach_consumer {
+    link_id link;
+    std::string address;        // ignored when dynamic
+    bool dynamic = false;       // create a temporary queue, removed on detach
+    bool browse = false;        // distribution-mode copy: see, do not consume
+    bool settle_on_send = false; // the link is pre-settled (at-most-once)
+    std::shared_ptr<outbox> out;
+};
+
+struct cmd_attach_producer {
+    link_id link;
+    std::string address;        // empty: anonymous relay, route by `to`
+    std::shared_ptr<outbox> out;
+};
+
+// The consumer may have `limit - (deliveries sent so far)` more messages:
+// limit = deliveries the connection has sent + the link's current credit.
+struct cmd_credit {
+    link_id link;
+    uint64_t limit;
+    bool drain;
+};
+
+struct incoming_message {
+    message_ref body;
+    int64_t expiry_ms = 0;        // absolute, 0 = never
+    uint32_t delivery_count = 0;  // from the header
+    std::string to;               // anonymous relay only
+    bool settled = false;         // pre-settled by the producer: no outcome wanted
+};
+
+struct cmd_publish {
+    link_id link;
+    std::vector<incoming_message> messages;
+};
+
+enum class outcome_kind {
+    accepted,
+    rejected,
+    released,
+    modified_failed,             // delivery-failed
+    modified_undeliverable,      // undeliverable-here
+    modified_failed_undeliverable,
+    unsent,                      // never reached the client (no credit, link gone)
+};
+
+struct settlement {
+    uint64_t seq;
+    outcome_kind outcome;
+};
+
+struct cmd_settle {
+    link_id link;
+    std::vector<settlement> settlements;
+    std::optional<uint64_t> limit; // with unsent: the link's true credit limit now
+};
+
+// The link ended. sent_unsettled: deliveries the client received but never
+// settled (they come back with delivery-count + 1).
+struct cmd_detach {
+    link_id link;
+    std::vector<uint64_t> sent_unsettled;
+};
+
+// Periodic housekeeping: expiry.
+struct cmd_tick {};
+
+// Runs `fn` on the engine's strand (management and tests; not the message path).
+struct cmd_run {
+    std::function<void()> fn;
+};
+
+using command = std::variant<cmd_attach_consumer, cmd_attach_producer, cmd_credit, cmd_publish,
+                             cmd_settle, cmd_detach, cmd_tick, cmd_run>;
+
+// ---- events: engine → connection ---------------------------------------
+
+struct ev_attached {
+    link_id link;
+    std::optional<error> err;     // set: refuse the attach with this condition
+    std::string address;          // the queue's name (the generated one when dynamic)
+};
+
+struct ev_deliver {
+    link_id link;
+    uint64_t seq;
+    message_ref body;
+    uint32_t delivery_count;
+    bool redelivered;             // rewrite the header: delivery-count, first-acquirer false
+    bool settle_on_send;
+};
+
+struct ev_drained {
+    link_id link;
+};
+
+struct publish_failure {
+    uint32_t index;               // position in the cmd_publish batch
+    error err;
+};
+
+// Outcomes of one cmd_publish, in order: every message not in `failures`
+// is stored and must be settled accepted.
+struct ev_published {
+    link_id link;
+    uint32_t count;
+    std::vector<publish_failure> failures;
+};
+
+// Block policy: stop (blocked) or resume granting producer credit.
+struct ev_flow_control {
+    link_id link;
+    bool blocked;
+};
+
+// The engine ends a link (its queue was deleted).
+struct ev_detach {
+    link_id link;
+    error err;
+};
+
+using event = std::variant<ev_attached, ev_deliver, ev_drained, ev_published, ev_flow_control,
+                           ev_detach>;
+
+// Where the engine puts events for one connection. The engine stages events
+// in staged_ (engine thread only) and hands them over with one deliver() call
+// per engine run, so a batch costs one lock and one wake-up, not one per
+// message.
+class outbox {
+  public:
+    virtual ~outbox() = default;
+    // Called on the engine's thread; must not call back into the engine.
+    virtual void deliver(std::vector<event>&& events) = 0;
+
+  private:
+    friend class queue_engine;
+    std::vector<event> staged_;
+    bool dirty_ = false;
+};
+
+} // namespace wharf::engine

@@ -1,0 +1,160 @@
+#include "broker/engine/queue.hpp"
+
+#include <algorithm>
+
+namespace wharf::engine {
+
+bool queue_entry::excludes(link_id l) const {
+    return excluded && std::find(excluded->begin(), excluded->end(), l) != excluded->end();
+}
+
+queue::queue(std::string name, config::queue_policy policy, bool dynamic)
+    : name_(std::move(name)), policy_(std::move(policy)), dynamic_(dynamic) {}
+
+bool queue::full(size_t next_size) const {
+    if (policy_.max_depth_messages != 0 && depth_ >= policy_.max_depth_messages) return true;
+    return policy_.max_depth_bytes != 0 && depth_bytes_ + next_size > policy_.max_depth_bytes;
+}
+
+void queue::enqueue(queue_entry&& e) {
+    e.seq = next_seq_++;
+    ++depth_;
+    depth_bytes_ += e.body.size();
+    if (e.expiry_ms != 0) ++expiring_;
+    ++counters_.enqueued;
+    available_.push_back(std::move(e));
+}
+
+void queue::restore(queue_entry&& e) {
+    if (e.expiry_ms != 0) ++expiring_;
+    if (available_.empty() || available_.back().seq < e.seq) {
+        available_.push_back(std::move(e));
+        return;
+    }
+    auto at = std::lower_bound(available_.begin(), available_.end(), e.seq,
+                               [](const queue_entry& x, uint64_t s) { return x.seq < s; });
+    available_.insert(at, std::move(e));
+}
+
+void queue::forget(const queue_entry& e) {
+    --depth_;
+    depth_bytes_ -= e.body.size();
+}
+
+void queue::add_consumer(consumer* c) { consumers_.push_back(c); }
+
+void queue::remove_consumer(consumer* c) {
+    auto it = std::find(consumers_.begin(), consumers_.end(), c);
+    if (it == consumers_.end()) return;
+    consumers_.erase(it);
+    if (next_consumer_ >= consumers_.size()) next_consumer_ = 0;
+}
+
+bool queue::serve_one(consumer& c, int64_t now_ms, dispatch_sink& sink) {
+    for (size_t i = 0; i < available_.size();) {
+        queue_entry& head = available_[i];
+        const bool expired = head.expired(now_ms);
+        if (!expired && head.excludes(c.id)) {
+            ++i;
+            continue;
+        }
+        queue_entry e = std::move(head);
+        if (i == 0) available_.pop_front();
+        else available_.erase(available_.begin() + static_cast<std::ptrdiff_t>(i));
+        if (e.expiry_ms != 0 && expiring_ > 0) --expiring_;
+        if (expired) {
+            forget(e);
+            ++counters_.expired;
+            sink.expired(*this, std::move(e));
+            continue;
+        }
+        ++c.assigned;
+        ++counters_.delivered;
+        if (c.settle_on_send) {
+            sink.deliver(c, e, true);
+            forget(e);
+            ++counters_.acknowledged;
+        } else {
+            sink.deliver(c, e, false);
+            c.acquired.emplace(e.seq, std::move(e));
+        }
+        return true;
+    }
+    return false;
+}
+
+void queue::serve_browser(consumer& c, int64_t now_ms, dispatch_sink& sink) {
+    auto it = std::upper_bound(available_.begin(), available_.end(), c.browse_cursor,
+                               [](uint64_t s, const queue_entry& x) { return s < x.seq; });
+    for (; it != available_.end() && c.credit() > 0; ++it) {
+        if (it->expired(now_ms) || it->excludes(c.id)) continue;
+        ++c.assigned;
+        c.browse_cursor = it->seq;
+        sink.deliver(c, *it, true);
+    }
+}
+
+void queue::dispatch(int64_t now_ms, dispatch_sink& sink) {
+    if (consumers_.empty()) return;
+    for (consumer* c : consumers_)
+        if (c->browse && c->credit() > 0) serve_browser(*c, now_ms, sink);
+
+    const size_t n = consumers_.size();
+    bool progress = true;
+    while (progress && !available_.empty()) {
+        progress = false;
+        for (size_t k = 0; k < n; ++k) {
+            const size_t idx = (next_consumer_ + k) % n;
+            consumer* c = consumers_[idx];
+            if (c->browse || c->credit() == 0) continue;
+            if (serve_one(*c, now_ms, sink)) {
+                next_consumer_ = (idx + 1) % n;
+                progress = true;
+                break;
+            }
+        }
+    }
+    // Whoever still has credit now has nothing left to take.
+    for (consumer* c : consumers_) {
+        if (c->drain && c->credit() > 0) {
+            c->limit = c->assigned;
+            sink.drained(*c);
+        }
+    }
+}
+
+size_t queue::expire(int64_t now_ms, dispatch_sink& sink) {
+    if (expiring_ == 0) return 0;
+    if (std::none_of(available_.begin(), available_.end(),
+                     [now_ms](const queue_entry& e) { return e.expired(now_ms); }))
+        return 0;
+    std::deque<queue_entry> keep;
+    std::vector<queue_entry> gone;
+    uint64_t expiring = 0;
+    for (auto& e : available_) {
+        if (e.expired(now_ms)) {
+            gone.push_back(std::move(e));
+        } else {
+            if (e.expiry_ms != 0) ++expiring;
+            keep.push_back(std::move(e));
+        }
+    }
+    available_.swap(keep);
+    expiring_ = expiring;
+    for (auto& e : gone) {
+        forget(e);
+        ++counters_.expired;
+        sink.expired(*this, std::move(e));
+    }
+    return gone.size();
+}
+
+std::deque<queue_entry> queue::take_all() {
+    std::deque<queue_entry> all;
+    all.swap(available_);
+    for (const auto& e : all) forget(e);
+    expiring_ = 0;
+    return all;
+}
+
+} // namespace wharf::engine

@@ -1,0 +1,142 @@
+#pragma once
+// queue: one named queue's messages and consumers, and the policy that hands
+// messages to consumers. Pure logic: no sockets, no threads. Owned by the
+// queue_engine and touched only on the engine's strand.
+//
+// Messages keep their place: an `available_` deque ordered by sequence
+// number; a released message goes back to its old position. Acquired
+// messages live with the consumer that holds them until settled.
+
+#include "broker/config/node_config.hpp"
+#include "broker/engine/message_body.hpp"
+#include "broker/engine/protocol.hpp"
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <utility>
+#include <unordered_map>
+#include <vector>
+
+namespace wharf::engine {
+
+struct queue_entry {
+    uint64_t seq = 0;
+    message_ref body;
+    int64_t expiry_ms = 0;        // absolute; 0 = never
+    uint32_t delivery_count = 0;
+    bool redelivered = false;     // acquired before: first-acquirer is false now
+    std::unique_ptr<std::vector<link_id>> excluded; // undeliverable-here links
+
+    bool expired(int64_t now_ms) const { return expiry_ms != 0 && now_ms >= expiry_ms; }
+    bool excludes(link_id l) const;
+};
+
+class queue;
+
+// A receiving link bound to a queue.
+struct consumer {
+    link_id id = 0;
+    queue* q = nullptr;
+    outbox* out = nullptr;
+    std::shared_ptr<outbox> out_owner;
+    uint64_t limit = 0;           // see cmd_credit
+    uint64_t assigned = 0;        // deliveries handed to the connection
+    bool drain = false;
+    bool browse = false;
+    bool settle_on_send = false;
+    uint64_t browse_cursor = 0;   // browse: highest seq already shown
+    std::unordered_map<uint64_t, queue_entry> acquired; // sent, not yet settled
+
+    uint64_t credit() const { return limit > assigned ? limit - assigned : 0; }
+};
+
+// What a queue asks of its owner while dispatching.
+class dispatch_sink {
+  public:
+    virtual ~dispatch_sink() = default;
+    virtual void deliver(consumer& c, const queue_entry& e, bool settle_on_send) = 0;
+    virtual void drained(consumer& c) = 0;
+    // `e` expired while queued; it has already left the queue.
+    virtual void expired(queue& q, queue_entry&& e) = 0;
+};
+
+struct queue_counters {
+    uint64_t enqueued = 0;
+    uint64_t delivered = 0;
+    uint64_t acknowledged = 0;
+    uint64_t expired = 0;
+    uint64_t dead_lettered = 0;
+    uint64_t rejected_full = 0;
+};
+
+class queue {
+  public:
+    queue(std::string name, config::queue_policy policy, bool dynamic);
+
+    const std::string& name() const { return name_; }
+    const config::queue_policy& policy() const { return policy_; }
+    bool dynamic() const { return dynamic_; }
+    uint64_t depth() const { return depth_; }
+    uint64_t depth_bytes() const { return depth_bytes_; }
+    uint64_t available() const { return available_.size(); }
+    const queue_counters& counters() const { return counters_; }
+
+    // True when another message would go over a max-depth limit.
+    bool full(size_t next_size) const;
+
+    // Appends a new message; assigns its sequence number.
+    void enqueue(queue_entry&& e);
+    // Puts a message that left the queue back at its place (by seq).
+    void restore(queue_entry&& e);
+    // A message acquired from this queue is gone for good (accepted,
+    // dead-lettered, dropped).
+    void forget(const queue_entry& e);
+
+    void add_consumer(consumer* c);
+    void remove_consumer(consumer* c);
+    size_t consumer_count() const { return consumers_.size(); }
+
+    // Hands available messages to consumers with credit, fairly (round
+    // robin), then answers drains that have nothing left to take.
+    void dispatch(int64_t now_ms, dispatch_sink& sink);
+
+    // Removes every expired message; returns how many.
+    size_t expire(int64_t now_ms, dispatch_sink& sink);
+
+    // Removes every message (queue deletion); returns them.
+    std::deque<queue_entry> take_all();
+
+    // Producers waiting for room (block policy).
+    std::vector<link_id>& blocked_producers() { return blocked_; }
+
+    queue_counters& counters_for_update() { return counters_; }
+
+    // The message enqueue() just appended.
+    const queue_entry& last_entry() const { return available_.back(); }
+
+    // The engine's once-per-run dispatch list: true if newly marked.
+    bool mark_touched() { return !std::exchange(touched_, true); }
+    void clear_touched() { touched_ = false; }
+
+  private:
+    bool serve_one(consumer& c, int64_t now_ms, dispatch_sink& sink);
+    void serve_browser(consumer& c, int64_t now_ms, dispatch_sink& sink);
+
+    std::string name_;
+    config::queue_policy policy_;
+    bool dynamic_;
+    std::deque<queue_entry> available_;
+    uint64_t next_seq_ = 1;
+    uint64_t depth_ = 0;          // available + acquired
+    uint64_t depth_bytes_ = 0;
+    uint64_t expiring_ = 0;       // messages with an expiry, roughly (for the sweep)
+    std::vector<consumer*> consumers_;
+    size_t next_consumer_ = 0;
+    std::vector<link_id> blocked_;
+    queue_counters counters_;
+    bool touched_ = false;
+};
+
+} // namespace wharf::engine

@@ -1,0 +1,410 @@
+#include "broker/engine/queue_engine.hpp"
+
+#include <chrono>
+#include <future>
+
+namespace wharf::engine {
+
+namespace {
+int64_t system_clock_ms() {
+    using namespace std::chrono;
+    return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+bool is_reserved(const std::string& address) {
+    return address.rfind(queue_engine::dynamic_prefix, 0) == 0 || address.rfind("$", 0) == 0;
+}
+} // namespace
+
+queue_engine::queue_engine(engine_options opts, message_store& store)
+    : opts_(std::move(opts)), store_(store) {
+    if (!opts_.clock) opts_.clock = system_clock_ms;
+    for (const auto& d : opts_.queues) {
+        auto q = std::make_unique<queue>(d.name, d.policy, false);
+        queues_.emplace(d.name, std::move(q));
+    }
+}
+
+queue_engine::~queue_engine() = default;
+
+// ---- the strand ----------------------------------------------------------
+
+void queue_engine::post(command&& c) {
+    std::vector<command> batch;
+    batch.push_back(std::move(c));
+    post(std::move(batch));
+}
+
+void queue_engine::post(std::vector<command>&& batch) {
+    {
+        std::lock_guard lock(mu_);
+        inbox_.push_back(std::move(batch));
+        if (running_) return; // the running thread will pick it up
+        running_ = true;
+    }
+    std::vector<std::vector<command>> work;
+    for (;;) {
+        {
+            std::lock_guard lock(mu_);
+            if (inbox_.empty()) {
+                running_ = false;
+                return;
+            }
+            work.swap(inbox_);
+        }
+        for (auto& b : work)
+            for (auto& c : b) run(c);
+        work.clear();
+        finish_run();
+    }
+}
+
+std::vector<queue_stats> queue_engine::stats() {
+    auto done = std::make_shared<std::promise<std::vector<queue_stats>>>();
+    auto fut = done->get_future();
+    post(cmd_run{[this, done] {
+        std::vector<queue_stats> out;
+        out.reserve(queues_.size());
+        for (const auto& [name, q] : queues_)
+            out.push_back({name, q->depth(), q->depth_bytes(), q->consumer_count(), q->dynamic(),
+                           q->counters()});
+        done->set_value(std::move(out));
+    }});
+    return fut.get();
+}
+
+void queue_engine::run(command& c) {
+    std::visit([this](auto& cmd) { handle(cmd); }, c);
+}
+
+void queue_engine::handle(cmd_run& c) { c.fn(); }
+
+void queue_engine::finish_run() {
+    const int64_t t = now();
+    // Dispatching can dead-letter into queues not yet touched: loop by index.
+    for (size_t i = 0; i < touched_.size(); ++i) {
+        queue* q = touched_[i];
+        q->dispatch(t, *this);
+        auto& blocked = q->blocked_producers();
+        if (!blocked.empty() && !q->full(0)) {
+            for (link_id id : blocked) {
+                auto it = producers_.find(id);
+                if (it == producers_.end() || !it->second.blocked) continue;
+                it->second.blocked = false;
+                stage(it->second.out.get(), ev_flow_control{id, false});
+            }
+            blocked.clear();
+        }
+    }
+    for (queue* q : touched_) q->clear_touched();
+    touched_.clear();
+    for (queue* q : doomed_) delete_queue(q);
+    doomed_.clear();
+    for (outbox* o : dirty_) {
+        o->dirty_ = false;
+        o->deliver(std::move(o->staged_));
+        o->staged_.clear();
+    }
+    dirty_.clear();
+}
+
+void queue_engine::touch(queue* q) {
+    if (q->mark_touched()) touched_.push_back(q);
+}
+
+void queue_engine::stage(outbox* o, event&& ev) {
+    if (o == nullptr) return;
+    if (!o->dirty_) {
+        o->dirty_ = true;
+        dirty_.push_back(o);
+    }
+    o->staged_.push_back(std::move(ev));
+}
+
+// ---- queues --------------------------------------------------------------
+
+queue* queue_engine::create_queue(const std::string& name, bool dynamic) {
+    auto q = std::make_unique<queue>(name, opts_.queue_defaults, dynamic);
+    queue* raw = q.get();
+    queues_.emplace(name, std::move(q));
+    return raw;
+}
+
+result<queue*, error> queue_engine::resolve(const std::string& address, bool create) {
+    auto it = queues_.find(address);
+    if (it != queues_.end()) return it->second.get();
+    if (address.empty())
+        return fail(error{errc::invalid_field, "the address is empty"});
+    if (address.rfind(dynamic_prefix, 0) == 0)
+        return fail(error{errc::not_found, "temporary queue '" + address + "' no longer exists"});
+    if (is_reserved(address))
+        return fail(error{errc::not_found, "no node named '" + address + "' on this broker"});
+    if (!create)
+        return fail(error{errc::not_found,
+                          "queue '" + address + "' does not exist and auto-create-queues is off"});
+    return create_queue(address, false);
+}
+
+void queue_engine::delete_queue(queue* q) {
+    dynamic_owner_.erase(q);
+    for (auto& e : q->take_all()) store_.on_remove(q->name(), e.seq);
+    error gone{errc::not_found, "queue '" + q->name() + "' was deleted"};
+    for (auto it = consumers_.begin(); it != consumers_.end();) {
+        if (it->second->q != q) {
+            ++it;
+            continue;
+        }
+        stage(it->second->out, ev_detach{it->first, gone});
+        it = consumers_.erase(it);
+    }
+    for (auto& [id, p] : producers_) {
+        if (p.q != q) continue;
+        stage(p.out.get(), ev_detach{id, gone});
+        p.q = nullptr;
+        p.out.reset(); // keep the entry: later publishes fail cleanly
+    }
+    const std::string name = q->name();
+    queues_.erase(name);
+}
+
+void queue_engine::dead_letter(queue& from, queue_entry&& e) {
+    const std::string& target = from.policy().dead_letter_queue;
+    store_.on_remove(from.name(), e.seq);
+    if (target.empty() || target == from.name()) return; // dropped by policy
+    auto it = queues_.find(target);
+    queue* dlq = it != queues_.end() ? it->second.get() : create_queue(target, false);
+    e.excluded.reset();
+    ++from.counters_for_update().dead_lettered;
+    dlq->enqueue(std::move(e));
+    touch(dlq);
+}
+
+// A message that left a consumer goes back to its queue, unless it has now
+// been delivered too often.
+void queue_engine::return_entry(queue& q, queue_entry&& e) {
+    const uint32_t max = q.policy().max_delivery_count;
+    if (max != 0 && e.delivery_count >= max) {
+        q.forget(e);
+        dead_letter(q, std::move(e));
+        return;
+    }
+    q.restore(std::move(e));
+    touch(&q);
+}
+
+// ---- commands ------------------------------------------------------------
+
+void queue_engine::handle(cmd_attach_consumer& c) {
+    queue* q = nullptr;
+    if (c.dynamic) {
+        std::string name = std::string(dynamic_prefix) + opts_.node_id + "." +
+                           std::to_string(++dynamic_counter_);
+        q = create_queue(name, true);
+        dynamic_owner_[q] = c.link;
+    } else {
+        auto r = resolve(c.address, opts_.auto_create_queues);
+        if (!r) {
+            stage(c.out.get(), ev_attached{c.link, r.error(), c.address});
+            return;
+        }
+        q = r.value();
+    }
+    auto con = std::make_unique<consumer>();
+    con->id = c.link;
+    con->q = q;
+    con->out = c.out.get();
+    con->out_owner = std::move(c.out);
+    con->browse = c.browse;
+    con->settle_on_send = c.settle_on_send || c.browse;
+    q->add_consumer(con.get());
+    stage(con->out, ev_attached{c.link, std::nullopt, q->name()});
+    consumers_.emplace(c.link, std::move(con));
+    touch(q);
+}
+
+void queue_engine::handle(cmd_attach_producer& c) {
+    producer p{c.link, nullptr, std::move(c.out), false};
+    if (!c.address.empty()) {
+        auto r = resolve(c.address, opts_.auto_create_queues);
+        if (!r) {
+            stage(p.out.get(), ev_attached{c.link, r.error(), c.address});
+            return;
+        }
+        p.q = r.value();
+        if (p.q->policy().overflow == config::overflow_policy::block && p.q->full(0)) {
+            p.blocked = true;
+            p.q->blocked_producers().push_back(c.link);
+            stage(p.out.get(), ev_flow_control{c.link, true});
+        }
+    }
+    stage(p.out.get(), ev_attached{c.link, std::nullopt, p.q ? p.q->name() : std::string()});
+    producers_.emplace(c.link, std::move(p));
+}
+
+void queue_engine::handle(cmd_credit& c) {
+    auto it = consumers_.find(c.link);
+    if (it == consumers_.end()) return;
+    it->second->limit = c.limit;
+    it->second->drain = c.drain;
+    touch(it->second->q);
+}
+
+void queue_engine::handle(cmd_publish& c) {
+    auto it = producers_.find(c.link);
+    if (it == producers_.end()) return; // the link is gone; nobody waits for outcomes
+    producer& p = it->second;
+    ev_published result{c.link, static_cast<uint32_t>(c.messages.size()), {}};
+    const int64_t t = now();
+    for (uint32_t i = 0; i < c.messages.size(); ++i) {
+        incoming_message& m = c.messages[i];
+        queue* q = p.q;
+        if (q == nullptr) {
+            if (!p.out) {
+                result.failures.push_back({i, {errc::not_found, "the link's queue was deleted"}});
+                continue;
+            }
+            if (m.to.empty()) {
+                result.failures.push_back(
+                    {i, {errc::invalid_field,
+                         "message has no 'to' address: a sender with a null target (anonymous "
+                         "relay) must set properties.to"}});
+                continue;
+            }
+            auto r = resolve(m.to, opts_.auto_create_queues);
+            if (!r) {
+                result.failures.push_back({i, r.error()});
+                continue;
+            }
+            q = r.value();
+        }
+        if (m.expiry_ms != 0 && m.expiry_ms <= t) {
+            // Already expired on arrival: accepted, then expired at once.
+            ++q->counters_for_update().expired;
+            continue;
+        }
+        if (q->full(m.body.size())) {
+            if (q->policy().overflow == config::overflow_policy::reject) {
+                ++q->counters_for_update().rejected_full;
+                result.failures.push_back(
+                    {i, {errc::resource_limit_exceeded,
+                         "queue '" + q->name() + "' is full (" + std::to_string(q->depth()) +
+                             " messages, " + std::to_string(q->depth_bytes()) +
+                             " bytes; max-depth-messages " +
+                             std::to_string(q->policy().max_depth_messages) +
+                             ", max-depth-bytes " + std::to_string(q->policy().max_depth_bytes) +
+                             ")"}});
+                continue;
+            }
+            if (!p.blocked) {
+                p.blocked = true;
+                q->blocked_producers().push_back(p.id);
+                stage(p.out.get(), ev_flow_control{p.id, true});
+            }
+        }
+        queue_entry e;
+        e.body = std::move(m.body);
+        e.expiry_ms = m.expiry_ms;
+        e.delivery_count = m.delivery_count;
+        q->enqueue(std::move(e));
+        store_.on_enqueue(q->name(), q->last_entry());
+        touch(q);
+    }
+    stage(p.out.get(), std::move(result));
+}
+
+void queue_engine::handle(cmd_settle& c) {
+    auto it = consumers_.find(c.link);
+    if (it == consumers_.end()) return; // released when the link detached
+    consumer& con = *it->second;
+    queue& q = *con.q;
+    for (const settlement& s : c.settlements) {
+        auto a = con.acquired.find(s.seq);
+        if (a == con.acquired.end()) continue;
+        queue_entry e = std::move(a->second);
+        con.acquired.erase(a);
+        switch (s.outcome) {
+        case outcome_kind::accepted:
+            q.forget(e);
+            ++q.counters_for_update().acknowledged;
+            store_.on_remove(q.name(), e.seq);
+            touch(&q); // room for blocked producers
+            break;
+        case outcome_kind::rejected:
+            q.forget(e);
+            dead_letter(q, std::move(e));
+            touch(&q);
+            break;
+        case outcome_kind::released:
+            e.redelivered = true;
+            q.restore(std::move(e));
+            touch(&q);
+            break;
+        case outcome_kind::modified_failed:
+        case outcome_kind::modified_undeliverable:
+        case outcome_kind::modified_failed_undeliverable:
+            e.redelivered = true;
+            if (s.outcome != outcome_kind::modified_undeliverable) ++e.delivery_count;
+            if (s.outcome != outcome_kind::modified_failed) {
+                if (!e.excluded) e.excluded = std::make_unique<std::vector<link_id>>();
+                e.excluded->push_back(con.id);
+            }
+            return_entry(q, std::move(e));
+            break;
+        case outcome_kind::unsent:
+            if (con.assigned > 0) --con.assigned;
+            q.restore(std::move(e));
+            touch(&q);
+            break;
+        }
+    }
+    if (c.limit) con.limit = *c.limit;
+}
+
+void queue_engine::handle(cmd_detach& c) {
+    if (auto it = consumers_.find(c.link); it != consumers_.end()) {
+        consumer& con = *it->second;
+        queue& q = *con.q;
+        for (uint64_t seq : c.sent_unsettled) {
+            auto a = con.acquired.find(seq);
+            if (a == con.acquired.end()) continue;
+            queue_entry e = std::move(a->second);
+            con.acquired.erase(a);
+            ++e.delivery_count;
+            e.redelivered = true;
+            return_entry(q, std::move(e));
+        }
+        for (auto& [seq, e] : con.acquired) q.restore(std::move(e)); // never reached the client
+        q.remove_consumer(&con);
+        touch(&q);
+        auto owner = dynamic_owner_.find(&q);
+        if (owner != dynamic_owner_.end() && owner->second == c.link) doomed_.push_back(&q);
+        consumers_.erase(it);
+        return;
+    }
+    producers_.erase(c.link);
+}
+
+void queue_engine::handle(cmd_tick&) {
+    const int64_t t = now();
+    for (auto& [name, q] : queues_)
+        if (q->expire(t, *this) > 0) touch(q.get());
+}
+
+// ---- dispatch_sink -------------------------------------------------------
+
+void queue_engine::deliver(consumer& c, const queue_entry& e, bool settle_on_send) {
+    if (settle_on_send && !c.browse) store_.on_remove(c.q->name(), e.seq);
+    stage(c.out, ev_deliver{c.id, e.seq, e.body, e.delivery_count, e.redelivered, settle_on_send});
+}
+
+void queue_engine::drained(consumer& c) { stage(c.out, ev_drained{c.id}); }
+
+void queue_engine::expired(queue& q, queue_entry&& e) {
+    if (q.policy().expiry == config::expiry_policy::dead_letter) {
+        dead_letter(q, std::move(e));
+    } else {
+        store_.on_remove(q.name(), e.seq);
+    }
+}
+
+} // namespace wharf::engine

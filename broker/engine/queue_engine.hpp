@@ -1,0 +1,110 @@
+#pragma once
+// queue_engine: every queue of the node, and the consumers and producers
+// bound to them. An actor: its state is touched only by the strand that runs
+// posted command batches one at a time, never under a lock on the message
+// path. post() runs the batch right away on the caller's thread when the
+// strand is idle (no hand-off latency on one thread) and otherwise queues it
+// for the thread that is running the strand. Results go to each connection's
+// outbox, one hand-over per connection per run.
+
+#include "broker/config/node_config.hpp"
+#include "broker/engine/message_store.hpp"
+#include "broker/engine/protocol.hpp"
+#include "broker/engine/queue.hpp"
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace wharf::engine {
+
+struct engine_options {
+    std::string node_id = "wharf";
+    bool auto_create_queues = true;
+    config::queue_policy queue_defaults;
+    std::vector<config::queue_declaration> queues; // created at start
+    // Wall-clock milliseconds since the epoch (absolute-expiry-time uses it).
+    std::function<int64_t()> clock;
+};
+
+// A consistent copy of one queue's figures, for management and tests.
+struct queue_stats {
+    std::string name;
+    uint64_t depth = 0;
+    uint64_t depth_bytes = 0;
+    uint64_t consumers = 0;
+    bool dynamic = false;
+    queue_counters counters;
+};
+
+class queue_engine final : private dispatch_sink {
+  public:
+    queue_engine(engine_options opts, message_store& store);
+    ~queue_engine() override;
+    queue_engine(const queue_engine&) = delete;
+    queue_engine& operator=(const queue_engine&) = delete;
+
+    // Thread-safe.
+    void post(std::vector<command>&& batch);
+    void post(command&& c);
+
+    // Thread-safe: runs on the strand (waits for it). Not for the message path.
+    std::vector<queue_stats> stats();
+
+    // Prefix of the generated names of dynamic (temporary) queues.
+    static constexpr std::string_view dynamic_prefix = "$dynamic.";
+
+  private:
+    struct producer {
+        link_id id = 0;
+        queue* q = nullptr;       // nullptr: anonymous relay
+        std::shared_ptr<outbox> out;
+        bool blocked = false;
+    };
+
+    void run(command& c);
+    void handle(cmd_attach_consumer& c);
+    void handle(cmd_attach_producer& c);
+    void handle(cmd_credit& c);
+    void handle(cmd_publish& c);
+    void handle(cmd_settle& c);
+    void handle(cmd_detach& c);
+    void handle(cmd_tick& c);
+    void handle(cmd_run& c);
+    void finish_run();
+
+    result<queue*, error> resolve(const std::string& address, bool create);
+    queue* create_queue(const std::string& name, bool dynamic);
+    void delete_queue(queue* q);
+    void dead_letter(queue& from, queue_entry&& e);
+    void return_entry(queue& q, queue_entry&& e);
+    void touch(queue* q);
+    void stage(outbox* o, event&& ev);
+    int64_t now() const { return opts_.clock(); }
+
+    // dispatch_sink
+    void deliver(consumer& c, const queue_entry& e, bool settle_on_send) override;
+    void drained(consumer& c) override;
+    void expired(queue& q, queue_entry&& e) override;
+
+    engine_options opts_;
+    message_store& store_;
+    std::unordered_map<std::string, std::unique_ptr<queue>> queues_;
+    std::unordered_map<link_id, std::unique_ptr<consumer>> consumers_;
+    std::unordered_map<link_id, producer> producers_;
+    std::unordered_map<queue*, link_id> dynamic_owner_;
+    std::vector<queue*> touched_;
+    std::vector<queue*> doomed_;
+    std::vector<outbox*> dirty_;
+    uint64_t dynamic_counter_ = 0;
+
+    // The strand.
+    std::mutex mu_;
+    std::vector<std::vector<command>> inbox_;
+    bool running_ = false;
+};
+
+} // namespace wharf::engine

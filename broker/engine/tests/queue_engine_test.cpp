@@ -1,0 +1,370 @@
+#include "broker/engine/tests/engine_fixture.hpp"
+
+namespace wharf::engine::testing {
+namespace {
+
+using strings = std::vector<std::string>;
+
+TEST(queue_engine, fifo_within_credit) {
+    engine_fixture f;
+    auto p = f.producer("q");
+    f.publish(p, {"a", "b", "c"});
+    auto pub = f.out->take<ev_published>();
+    ASSERT_EQ(pub.size(), 1u);
+    EXPECT_EQ(pub[0].count, 3u);
+    EXPECT_TRUE(pub[0].failures.empty());
+
+    auto c = f.consumer("q", 2);
+    EXPECT_EQ(f.bodies(f.deliveries()), (strings{"a", "b"}));
+    f.engine->post(cmd_credit{c, 10, false});
+    EXPECT_EQ(f.bodies(f.deliveries()), (strings{"c"}));
+}
+
+TEST(queue_engine, queue_created_by_consumer_first) {
+    engine_fixture f;
+    auto c = f.consumer("orders", 10);
+    auto att = f.out->take<ev_attached>();
+    ASSERT_EQ(att.size(), 1u);
+    EXPECT_FALSE(att[0].err);
+    EXPECT_EQ(att[0].link, c);
+    auto p = f.producer("orders");
+    f.publish(p, {"x"});
+    EXPECT_EQ(f.bodies(f.deliveries()), (strings{"x"}));
+}
+
+TEST(queue_engine, auto_create_off_refuses_unknown_address) {
+    config::queue_declaration known{"known", {}};
+    engine_fixture f({.auto_create = false, .queues = {known}});
+    f.consumer("nope", 1);
+    f.producer("known");
+    auto att = f.out->take<ev_attached>();
+    ASSERT_EQ(att.size(), 2u);
+    ASSERT_TRUE(att[0].err);
+    EXPECT_EQ(att[0].err->code, errc::not_found);
+    EXPECT_NE(att[0].err->description.find("nope"), std::string::npos);
+    EXPECT_FALSE(att[1].err);
+}
+
+TEST(queue_engine, drain_answers_when_nothing_left) {
+    engine_fixture f;
+    auto p = f.producer("q");
+    f.publish(p, {"a", "b"});
+    auto c = f.consumer("q");
+    f.engine->post(cmd_credit{c, 5, true});
+    EXPECT_EQ(f.deliveries().size(), 2u);
+    auto drained = f.out->take<ev_drained>();
+    ASSERT_EQ(drained.size(), 1u);
+    EXPECT_EQ(drained[0].link, c);
+    f.publish(p, {"c"});
+    EXPECT_TRUE(f.deliveries().empty()) << "drained credit is used up";
+}
+
+TEST(queue_engine, competing_consumers_share_fairly) {
+    engine_fixture f;
+    auto c1 = f.consumer("q", 100);
+    auto c2 = f.consumer("q", 100);
+    auto p = f.producer("q");
+    strings bodies;
+    for (int i = 0; i < 10; ++i) bodies.push_back(std::to_string(i));
+    f.publish(p, bodies);
+    auto ds = f.deliveries();
+    ASSERT_EQ(ds.size(), 10u);
+    int n1 = 0, n2 = 0;
+    for (auto& d : ds) (d.link == c1 ? n1 : n2)++;
+    EXPECT_EQ(n1, 5);
+    EXPECT_EQ(n2, 5);
+    (void)c2;
+}
+
+TEST(queue_engine, accepted_removes_released_returns_to_its_place) {
+    engine_fixture f;
+    auto p = f.producer("q");
+    f.publish(p, {"a", "b", "c"});
+    auto c = f.consumer("q", 2);
+    auto ds = f.deliveries();
+    ASSERT_EQ(ds.size(), 2u);
+    f.settle(c, ds[0].seq, outcome_kind::accepted);
+    EXPECT_EQ(f.stats("q").depth, 2u);
+    f.settle(c, ds[1].seq, outcome_kind::released);
+    EXPECT_EQ(f.stats("q").depth, 2u);
+    f.engine->post(cmd_credit{c, 4, false});
+    auto again = f.deliveries();
+    ASSERT_EQ(f.bodies(again), (strings{"b", "c"})) << "released b goes back before c";
+    EXPECT_EQ(again[0].delivery_count, 0u) << "released does not count a delivery";
+    EXPECT_TRUE(again[0].redelivered);
+    EXPECT_FALSE(again[1].redelivered);
+}
+
+TEST(queue_engine, modified_failed_counts_undeliverable_skips_that_link) {
+    engine_fixture f;
+    auto p = f.producer("q");
+    f.publish(p, {"a"});
+    auto c1 = f.consumer("q", 10);
+    auto d = f.deliveries();
+    ASSERT_EQ(d.size(), 1u);
+    f.settle(c1, d[0].seq, outcome_kind::modified_failed);
+    d = f.deliveries();
+    ASSERT_EQ(d.size(), 1u);
+    EXPECT_EQ(d[0].delivery_count, 1u);
+    f.settle(c1, d[0].seq, outcome_kind::modified_undeliverable);
+    EXPECT_TRUE(f.deliveries().empty()) << "never again to the link that said undeliverable-here";
+    auto c2 = f.consumer("q", 10);
+    d = f.deliveries();
+    ASSERT_EQ(d.size(), 1u);
+    EXPECT_EQ(d[0].link, c2);
+    EXPECT_EQ(d[0].delivery_count, 1u);
+}
+
+TEST(queue_engine, rejected_goes_to_dead_letter_queue) {
+    engine_fixture f;
+    auto p = f.producer("q");
+    f.publish(p, {"bad"});
+    auto c = f.consumer("q", 1);
+    auto d = f.deliveries();
+    f.settle(c, d[0].seq, outcome_kind::rejected);
+    EXPECT_EQ(f.stats("q").depth, 0u);
+    EXPECT_EQ(f.stats("DLQ").depth, 1u);
+    EXPECT_EQ(f.stats("q").counters.dead_lettered, 1u);
+    f.consumer("DLQ", 1);
+    EXPECT_EQ(f.bodies(f.deliveries()), (strings{"bad"}));
+}
+
+TEST(queue_engine, per_queue_dead_letter_queue_and_drop) {
+    config::queue_policy to_errors;
+    to_errors.dead_letter_queue = "errors";
+    config::queue_policy drop;
+    drop.dead_letter_queue = "";
+    engine_fixture f({.queues = {{"q1", to_errors}, {"q2", drop}}});
+    auto p1 = f.producer("q1");
+    auto p2 = f.producer("q2");
+    f.publish(p1, {"one"});
+    f.publish(p2, {"two"});
+    auto c1 = f.consumer("q1", 1);
+    auto c2 = f.consumer("q2", 1);
+    for (auto& d : f.deliveries()) f.settle(d.link, d.seq, outcome_kind::rejected);
+    EXPECT_EQ(f.stats("errors").depth, 1u);
+    EXPECT_FALSE(f.has_queue("DLQ"));
+    EXPECT_EQ(f.stats("q2").depth, 0u);
+    (void)c1, (void)c2;
+}
+
+TEST(queue_engine, max_delivery_count_dead_letters) {
+    config::queue_policy pol;
+    pol.max_delivery_count = 3;
+    engine_fixture f({.defaults = pol});
+    auto p = f.producer("q");
+    f.publish(p, {"poison"});
+    auto c = f.consumer("q", 100);
+    int deliveries = 0;
+    for (int i = 0; i < 10; ++i) {
+        auto d = f.deliveries();
+        if (d.empty()) break;
+        ++deliveries;
+        f.settle(c, d[0].seq, outcome_kind::modified_failed);
+    }
+    EXPECT_EQ(deliveries, 3);
+    EXPECT_EQ(f.stats("q").depth, 0u);
+    EXPECT_EQ(f.stats("DLQ").depth, 1u);
+}
+
+TEST(queue_engine, detach_returns_unsettled_with_count) {
+    engine_fixture f;
+    auto p = f.producer("q");
+    f.publish(p, {"a", "b", "c"});
+    auto c = f.consumer("q", 3);
+    auto d = f.deliveries();
+    ASSERT_EQ(d.size(), 3u);
+    f.settle(c, d[0].seq, outcome_kind::accepted);
+    // The client saw b; c never reached it.
+    f.engine->post(cmd_detach{c, {d[1].seq}});
+    f.consumer("q", 10);
+    auto again = f.deliveries();
+    ASSERT_EQ(f.bodies(again), (strings{"b", "c"}));
+    EXPECT_EQ(again[0].delivery_count, 1u);
+    EXPECT_TRUE(again[0].redelivered);
+    EXPECT_EQ(again[1].delivery_count, 0u);
+}
+
+TEST(queue_engine, presettled_consumer_removes_on_send) {
+    engine_fixture f;
+    auto p = f.producer("q");
+    f.publish(p, {"a", "b"});
+    f.consumer("q", 10, false, true);
+    auto d = f.deliveries();
+    ASSERT_EQ(d.size(), 2u);
+    EXPECT_TRUE(d[0].settle_on_send);
+    EXPECT_EQ(f.stats("q").depth, 0u);
+}
+
+TEST(queue_engine, expired_message_is_never_delivered) {
+    engine_fixture f;
+    auto p = f.producer("q");
+    cmd_publish c{p, {}};
+    c.messages.push_back(engine_fixture::msg("short", {}, f.now_ms + 100));
+    c.messages.push_back(engine_fixture::msg("long", {}, f.now_ms + 100000));
+    f.engine->post(std::move(c));
+    EXPECT_EQ(f.stats("q").depth, 2u);
+    f.now_ms += 200;
+    f.engine->post(cmd_tick{});
+    EXPECT_EQ(f.stats("q").depth, 1u);
+    EXPECT_EQ(f.stats("q").counters.expired, 1u);
+    f.consumer("q", 10);
+    EXPECT_EQ(f.bodies(f.deliveries()), (strings{"long"}));
+}
+
+TEST(queue_engine, expired_message_skipped_at_delivery_without_tick) {
+    engine_fixture f;
+    auto p = f.producer("q");
+    cmd_publish c{p, {}};
+    c.messages.push_back(engine_fixture::msg("short", {}, f.now_ms + 100));
+    c.messages.push_back(engine_fixture::msg("plain"));
+    f.engine->post(std::move(c));
+    f.now_ms += 200;
+    f.consumer("q", 10);
+    EXPECT_EQ(f.bodies(f.deliveries()), (strings{"plain"}));
+}
+
+TEST(queue_engine, expiry_policy_dead_letter) {
+    config::queue_policy pol;
+    pol.expiry = config::expiry_policy::dead_letter;
+    engine_fixture f({.defaults = pol});
+    auto p = f.producer("q");
+    cmd_publish c{p, {}};
+    c.messages.push_back(engine_fixture::msg("ttl", {}, f.now_ms + 10));
+    f.engine->post(std::move(c));
+    f.now_ms += 20;
+    f.engine->post(cmd_tick{});
+    EXPECT_EQ(f.stats("DLQ").depth, 1u);
+}
+
+TEST(queue_engine, browser_sees_without_consuming) {
+    engine_fixture f;
+    auto p = f.producer("q");
+    f.publish(p, {"a", "b"});
+    f.consumer("q", 10, /*browse=*/true);
+    auto d = f.deliveries();
+    ASSERT_EQ(f.bodies(d), (strings{"a", "b"}));
+    EXPECT_TRUE(d[0].settle_on_send);
+    EXPECT_EQ(f.stats("q").depth, 2u);
+    f.publish(p, {"c"});
+    EXPECT_EQ(f.bodies(f.deliveries()), (strings{"c"})) << "a browser sees new messages once";
+    f.consumer("q", 10);
+    EXPECT_EQ(f.bodies(f.deliveries()), (strings{"a", "b", "c"}));
+}
+
+TEST(queue_engine, dynamic_queue_lives_as_long_as_its_link) {
+    engine_fixture f;
+    link_id c = 77;
+    f.engine->post(cmd_attach_consumer{c, "", true, false, false, f.out});
+    auto att = f.out->take<ev_attached>();
+    ASSERT_EQ(att.size(), 1u);
+    ASSERT_FALSE(att[0].err);
+    const std::string addr = att[0].address;
+    EXPECT_EQ(addr.rfind("$dynamic.test.", 0), 0u) << addr;
+    f.engine->post(cmd_credit{c, 10, false});
+
+    auto anon = f.producer("");
+    cmd_publish pub{anon, {}};
+    pub.messages.push_back(engine_fixture::msg("reply", addr));
+    f.engine->post(std::move(pub));
+    EXPECT_EQ(f.bodies(f.deliveries()), (strings{"reply"}));
+
+    f.engine->post(cmd_detach{c, {}});
+    EXPECT_FALSE(f.has_queue(addr));
+    cmd_publish late{anon, {}};
+    late.messages.push_back(engine_fixture::msg("late", addr));
+    f.engine->post(std::move(late));
+    auto r = f.out->take<ev_published>();
+    ASSERT_FALSE(r.empty());
+    ASSERT_EQ(r.back().failures.size(), 1u);
+    EXPECT_EQ(r.back().failures[0].err.code, errc::not_found);
+}
+
+TEST(queue_engine, anonymous_relay_routes_by_to) {
+    engine_fixture f({.auto_create = false, .queues = {{"a", {}}, {"b", {}}}});
+    auto anon = f.producer("");
+    cmd_publish pub{anon, {}};
+    pub.messages.push_back(engine_fixture::msg("1", "a"));
+    pub.messages.push_back(engine_fixture::msg("2", "missing"));
+    pub.messages.push_back(engine_fixture::msg("3", "b"));
+    pub.messages.push_back(engine_fixture::msg("4", ""));
+    f.engine->post(std::move(pub));
+    auto r = f.out->take<ev_published>();
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_EQ(r[0].count, 4u);
+    ASSERT_EQ(r[0].failures.size(), 2u);
+    EXPECT_EQ(r[0].failures[0].index, 1u);
+    EXPECT_EQ(r[0].failures[0].err.code, errc::not_found);
+    EXPECT_EQ(r[0].failures[1].index, 3u);
+    EXPECT_EQ(r[0].failures[1].err.code, errc::invalid_field);
+    EXPECT_EQ(f.stats("a").depth, 1u);
+    EXPECT_EQ(f.stats("b").depth, 1u);
+}
+
+TEST(queue_engine, reject_policy_refuses_when_full) {
+    config::queue_policy pol;
+    pol.max_depth_messages = 2;
+    pol.overflow = config::overflow_policy::reject;
+    engine_fixture f({.defaults = pol});
+    auto p = f.producer("q");
+    f.publish(p, {"a", "b", "c"});
+    auto r = f.out->take<ev_published>();
+    ASSERT_EQ(r[0].failures.size(), 1u);
+    EXPECT_EQ(r[0].failures[0].index, 2u);
+    EXPECT_EQ(r[0].failures[0].err.code, errc::resource_limit_exceeded);
+    EXPECT_EQ(f.stats("q").depth, 2u);
+}
+
+TEST(queue_engine, byte_limit_counts_bytes) {
+    config::queue_policy pol;
+    pol.max_depth_bytes = 10;
+    pol.overflow = config::overflow_policy::reject;
+    engine_fixture f({.defaults = pol});
+    auto p = f.producer("q");
+    f.publish(p, {"12345", "12345", "1"});
+    auto r = f.out->take<ev_published>();
+    ASSERT_EQ(r[0].failures.size(), 1u);
+    EXPECT_EQ(r[0].failures[0].index, 2u);
+}
+
+TEST(queue_engine, block_policy_stops_and_resumes_producer_credit) {
+    config::queue_policy pol;
+    pol.max_depth_messages = 2;
+    engine_fixture f({.defaults = pol});
+    auto p = f.producer("q");
+    f.out->clear();
+    f.publish(p, {"a", "b"});
+    auto fc = f.out->take<ev_flow_control>();
+    EXPECT_TRUE(fc.empty()) << "not full until a message would go over";
+    f.publish(p, {"c"});
+    fc = f.out->take<ev_flow_control>();
+    ASSERT_EQ(fc.size(), 1u);
+    EXPECT_TRUE(fc[0].blocked);
+    EXPECT_TRUE(f.out->take<ev_published>().back().failures.empty()) << "block never rejects";
+
+    auto c = f.consumer("q", 3);
+    for (auto& d : f.deliveries()) f.settle(c, d.seq, outcome_kind::accepted);
+    fc = f.out->take<ev_flow_control>();
+    ASSERT_EQ(fc.size(), 1u);
+    EXPECT_FALSE(fc[0].blocked);
+}
+
+TEST(queue_engine, unsent_delivery_goes_back_without_ping_pong) {
+    engine_fixture f;
+    auto p = f.producer("q");
+    f.publish(p, {"a", "b"});
+    auto c = f.consumer("q", 2);
+    auto d = f.deliveries();
+    ASSERT_EQ(d.size(), 2u);
+    // The client lowered its credit to 0 before the connection could send b.
+    f.engine->post(cmd_settle{c, {{d[1].seq, outcome_kind::unsent}}, 1});
+    EXPECT_TRUE(f.deliveries().empty());
+    f.engine->post(cmd_credit{c, 2, false});
+    auto again = f.deliveries();
+    ASSERT_EQ(f.bodies(again), (strings{"b"}));
+    EXPECT_EQ(again[0].delivery_count, 0u);
+    EXPECT_FALSE(again[0].redelivered);
+}
+
+} // namespace
+} // namespace wharf::engine::testing
