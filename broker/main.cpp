@@ -1,0 +1,92 @@
+// wharfd: one Wharf broker node.
+
+#include "broker/config/node_config.hpp"
+#include "broker/engine/queue_engine.hpp"
+#include "broker/server/server.hpp"
+
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <csignal>
+#include <cstdio>
+#include <pthread.h>
+#include <thread>
+
+namespace {
+
+// Blocks SIGTERM/SIGINT in every thread, and turns them into server::stop()
+// on a thread of their own (nothing Proton offers is async-signal-safe
+// enough to stop cleanly from a handler).
+class signal_thread {
+  public:
+    explicit signal_thread(wharf::server::server& srv) : srv_(srv) {
+        sigemptyset(&set_);
+        sigaddset(&set_, SIGTERM);
+        sigaddset(&set_, SIGINT);
+        sigaddset(&set_, SIGUSR1); // internal: wake to exit
+        thread_ = std::thread([this] {
+            for (;;) {
+                int sig = 0;
+                if (sigwait(&set_, &sig) != 0) continue;
+                if (sig == SIGUSR1) return;
+                srv_.stop();
+            }
+        });
+    }
+    ~signal_thread() {
+        pthread_kill(thread_.native_handle(), SIGUSR1);
+        thread_.join();
+    }
+    static void block_in_this_thread() {
+        sigset_t s;
+        sigemptyset(&s);
+        sigaddset(&s, SIGTERM);
+        sigaddset(&s, SIGINT);
+        sigaddset(&s, SIGUSR1);
+        pthread_sigmask(SIG_BLOCK, &s, nullptr);
+    }
+
+  private:
+    wharf::server::server& srv_;
+    sigset_t set_;
+    std::thread thread_;
+};
+
+} // namespace
+
+int main(int argc, char** argv) {
+    auto cfg = wharf::config::load(argc, argv);
+    if (!cfg) {
+        const auto& err = cfg.error();
+        std::fprintf(err.exit_code == 0 ? stdout : stderr, "%s\n", err.message.c_str());
+        return err.exit_code;
+    }
+    auto logger = spdlog::stderr_color_mt("wharfd");
+    spdlog::set_default_logger(logger);
+    spdlog::set_level(spdlog::level::from_str(cfg->log_level));
+    std::signal(SIGPIPE, SIG_IGN);
+    signal_thread::block_in_this_thread(); // inherited by every thread started below
+
+    wharf::engine::memory_store store;
+    wharf::engine::engine_options eo;
+    eo.node_id = cfg->node_id;
+    eo.auto_create_queues = cfg->auto_create_queues;
+    eo.queue_defaults = cfg->queue_defaults;
+    eo.queues = cfg->queues;
+    wharf::engine::queue_engine engine(std::move(eo), store);
+
+    const std::string node_id = cfg->node_id;
+    wharf::server::server srv(*cfg, engine, [&node_id](const std::string& addr) {
+        std::printf("wharfd %s listening on %s\n", node_id.c_str(), addr.c_str());
+        std::fflush(stdout);
+    });
+    spdlog::info("{}: starting with {} threads, {} declared queues", cfg->node_id, cfg->threads,
+                 cfg->queues.size());
+    int rc = 0;
+    {
+        signal_thread signals(srv);
+        rc = srv.run();
+    }
+    spdlog::info("{}: stopped", cfg->node_id);
+    return rc;
+}

@@ -1,0 +1,167 @@
+#include "broker/server/amqp_connection.hpp"
+
+#include "broker/server/pn_util.hpp"
+
+#include <proton/session.h>
+#include <proton/transport.h>
+#include <spdlog/spdlog.h>
+
+namespace wharf::server {
+
+amqp_connection::amqp_connection(pn_connection_t* c, const connection_settings& s,
+                                 engine::queue_engine& engine, std::atomic<uint64_t>& link_ids)
+    : conn_(c), settings_(s), engine_(engine), link_ids_(link_ids),
+      outbox_(std::make_shared<connection_outbox>(c)) {
+    pn_connection_set_context(c, this);
+}
+
+amqp_connection::~amqp_connection() { outbox_->close(); }
+
+void amqp_connection::refuse(errc code, std::string description) {
+    refused_ = true;
+    refuse_code_ = code;
+    refuse_description_ = std::move(description);
+}
+
+void amqp_connection::request_shutdown() {
+    shutdown_requested_.store(true, std::memory_order_release);
+    // Safe from any thread until the connection is freed; the server holds its
+    // table lock, and removes us from the table before freeing.
+    pn_connection_wake(conn_);
+}
+
+amqp_connection::link_ctx* amqp_connection::ctx_of(pn_link_t* l) {
+    return static_cast<link_ctx*>(pn_link_get_context(l));
+}
+
+amqp_connection::link_ctx* amqp_connection::find(engine::link_id id) {
+    auto it = links_.find(id);
+    return it == links_.end() ? nullptr : it->second.get();
+}
+
+void amqp_connection::on_event(pn_event_t* e) {
+    switch (pn_event_type(e)) {
+    case PN_CONNECTION_REMOTE_OPEN: {
+        pn_connection_set_container(conn_, settings_.node_id.c_str());
+        pn_data_t* caps = pn_connection_offered_capabilities(conn_);
+        pn_data_clear(caps);
+        pn_data_put_array(caps, false, PN_SYMBOL);
+        pn_data_enter(caps);
+        pn_data_put_symbol(caps, pn_bytes(15, "ANONYMOUS-RELAY"));
+        pn_data_exit(caps);
+        pn_connection_open(conn_);
+        if (refused_) {
+            set_condition(pn_connection_condition(conn_), refuse_code_, refuse_description_);
+            pn_connection_close(conn_);
+        }
+        break;
+    }
+    case PN_CONNECTION_REMOTE_CLOSE:
+        pn_connection_close(conn_);
+        break;
+    case PN_SESSION_REMOTE_OPEN:
+        if (!refused_) pn_session_open(pn_event_session(e));
+        break;
+    case PN_SESSION_REMOTE_CLOSE:
+        pn_session_close(pn_event_session(e));
+        break;
+    case PN_LINK_REMOTE_OPEN:
+        if (!refused_) on_link_open(pn_event_link(e));
+        break;
+    case PN_LINK_REMOTE_CLOSE:
+        on_link_close(pn_event_link(e), true);
+        break;
+    case PN_LINK_REMOTE_DETACH:
+        on_link_close(pn_event_link(e), false);
+        break;
+    case PN_LINK_FLOW:
+        on_link_flow(pn_event_link(e));
+        break;
+    case PN_LINK_FINAL:
+        on_link_final(pn_event_link(e));
+        break;
+    case PN_DELIVERY: {
+        pn_delivery_t* d = pn_event_delivery(e);
+        link_ctx* lc = ctx_of(pn_delivery_link(d));
+        if (lc == nullptr) break;
+        if (lc->consumer) on_disposition(*lc, d);
+        else on_incoming(*lc, d);
+        break;
+    }
+    case PN_TRANSPORT_ERROR: {
+        pn_condition_t* c = pn_transport_condition(pn_event_transport(e));
+        spdlog::debug("connection {}: transport error {}: {}", settings_.node_id,
+                      pn_condition_get_name(c) ? pn_condition_get_name(c) : "",
+                      pn_condition_get_description(c) ? pn_condition_get_description(c) : "");
+        break;
+    }
+    case PN_TRANSPORT_CLOSED:
+        on_transport_closed();
+        break;
+    default:
+        break;
+    }
+}
+
+void amqp_connection::on_transport_closed() {
+    for (auto& [id, lc] : links_)
+        if (!lc->closed) detach_link(*lc);
+    for (auto& [id, lc] : links_) {
+        if (lc->link) pn_link_set_context(lc->link, nullptr);
+        lc->link = nullptr;
+    }
+    end_batch();
+    outbox_->close();
+    finished_ = true;
+}
+
+void amqp_connection::end_batch() {
+    if (shutdown_requested_.load(std::memory_order_acquire) && !shutdown_done_ && !finished_) {
+        shutdown_done_ = true;
+        set_condition(pn_connection_condition(conn_), errc::connection_forced,
+                      "the node " + settings_.node_id + " is shutting down");
+        pn_connection_close(conn_);
+    }
+    for (engine::link_id id : dirty_links_)
+        if (link_ctx* lc = find(id)) flush_link(*lc);
+    dirty_links_.clear();
+    if (!commands_.empty()) {
+        engine_.post(std::move(commands_));
+        commands_.clear();
+    }
+    if (finished_) return;
+    // Apply what the engine answered (at once, when it ran on this thread).
+    for (;;) {
+        outbox_->take(events_);
+        if (events_.empty()) break;
+        for (auto& ev : events_) std::visit([this](auto& x) { handle(x); }, ev);
+        events_.clear();
+        for (engine::link_id id : dirty_links_)
+            if (link_ctx* lc = find(id)) flush_link(*lc);
+        dirty_links_.clear();
+        if (commands_.empty()) break;
+        engine_.post(std::move(commands_));
+        commands_.clear();
+    }
+}
+
+// Moves a link's buffered publishes and settlements into the command batch.
+void amqp_connection::flush_link(link_ctx& lc) {
+    lc.dirty = false;
+    if (!lc.to_publish.empty()) {
+        commands_.push_back(engine::cmd_publish{lc.id, std::move(lc.to_publish)});
+        lc.to_publish.clear();
+    }
+    if (!lc.to_settle.empty() || !lc.unsent.empty()) {
+        engine::cmd_settle c{lc.id, std::move(lc.to_settle), std::nullopt};
+        lc.to_settle.clear();
+        if (!lc.unsent.empty()) {
+            for (uint64_t seq : lc.unsent) c.settlements.push_back({seq, engine::outcome_kind::unsent});
+            lc.unsent.clear();
+            c.limit = lc.sent + (lc.link ? static_cast<uint64_t>(std::max(0, pn_link_credit(lc.link))) : 0);
+        }
+        commands_.push_back(std::move(c));
+    }
+}
+
+} // namespace wharf::server

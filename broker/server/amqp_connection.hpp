@@ -1,0 +1,132 @@
+#pragma once
+// amqp_connection: one client connection's AMQP state on top of a Proton-C
+// pn_connection_t: its sessions and links, the producer and consumer sides of
+// each link, and the batch of commands it owes the queue engine.
+//
+// Runs on whichever proactor thread is handling this connection's event batch
+// (Proton serialises them: one thread at a time). Owned by server's
+// connection table; destroyed after PN_TRANSPORT_CLOSED.
+//
+// The broker works on Proton's C engine rather than the C++ messaging_handler
+// because the C++ adapter decodes every incoming transfer into a
+// proton::message before the handler sees it: the broker must keep the
+// producer's bytes exactly (footer included) and cannot afford a decode and a
+// re-encode per message.
+
+#include "broker/engine/protocol.hpp"
+#include "broker/engine/queue_engine.hpp"
+#include "broker/server/connection_outbox.hpp"
+
+#include <proton/condition.h>
+#include <proton/connection.h>
+#include <proton/delivery.h>
+#include <proton/event.h>
+#include <proton/link.h>
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace wharf::server {
+
+// What a connection needs from its node and listener.
+struct connection_settings {
+    std::string node_id;
+    uint64_t max_message_size = 0;  // 0 = unlimited
+    uint32_t credit_window = 1000;
+};
+
+class amqp_connection {
+  public:
+    amqp_connection(pn_connection_t* c, const connection_settings& s, engine::queue_engine& engine,
+                    std::atomic<uint64_t>& link_ids);
+    ~amqp_connection();
+    amqp_connection(const amqp_connection&) = delete;
+    amqp_connection& operator=(const amqp_connection&) = delete;
+
+    void on_event(pn_event_t* e);
+    // After the last event of a batch: hand the batch's commands to the
+    // engine and apply whatever it has answered already.
+    void end_batch();
+
+    // Refuse at open with this condition (max connections, shutting down).
+    void refuse(errc code, std::string description);
+    // Any thread: ask the connection to close with amqp:connection:forced.
+    void request_shutdown();
+
+    bool finished() const { return finished_; }
+    pn_connection_t* pn() const { return conn_; }
+
+  private:
+    struct link_ctx {
+        engine::link_id id = 0;
+        pn_link_t* link = nullptr;    // nullptr once Proton has freed it
+        bool consumer = false;        // our sender, the client's receiver
+        bool attached = false;        // the engine said yes; link open
+        bool closed = false;          // detached locally or remotely
+        bool anonymous = false;
+        // producer side
+        bool blocked = false;
+        bool oversize = false;
+        std::string partial;          // a multi-frame delivery in progress
+        std::deque<pn_delivery_t*> awaiting; // sent to the engine; nullptr if pre-settled
+        std::vector<engine::incoming_message> to_publish;
+        // consumer side
+        uint64_t sent = 0;
+        uint64_t next_tag = 0;
+        std::vector<engine::settlement> to_settle;
+        std::vector<uint64_t> unsent;
+        bool dirty = false;           // listed in dirty_links_
+    };
+
+    void on_link_open(pn_link_t* l);
+    void on_link_flow(pn_link_t* l);
+    void on_link_close(pn_link_t* l, bool closed);
+    void on_link_final(pn_link_t* l);
+    void on_incoming(link_ctx& lc, pn_delivery_t* d);
+    void on_disposition(link_ctx& lc, pn_delivery_t* d);
+    void on_transport_closed();
+
+    void handle(engine::ev_attached& ev);
+    void handle(engine::ev_deliver& ev);
+    void handle(engine::ev_drained& ev);
+    void handle(engine::ev_published& ev);
+    void handle(engine::ev_flow_control& ev);
+    void handle(engine::ev_detach& ev);
+
+    void detach_link(link_ctx& lc);
+    void flush_link(link_ctx& lc);
+    void mark_dirty(link_ctx& lc) {
+        if (!lc.dirty) {
+            lc.dirty = true;
+            dirty_links_.push_back(lc.id);
+        }
+    }
+    void top_up_credit(link_ctx& lc);
+    void reject_now(pn_delivery_t* d, errc code, const std::string& description);
+    link_ctx* find(engine::link_id id);
+    static link_ctx* ctx_of(pn_link_t* l);
+
+    pn_connection_t* conn_;
+    const connection_settings& settings_;
+    engine::queue_engine& engine_;
+    std::atomic<uint64_t>& link_ids_;
+    std::shared_ptr<connection_outbox> outbox_;
+    std::unordered_map<engine::link_id, std::unique_ptr<link_ctx>> links_;
+    std::vector<engine::link_id> dirty_links_; // links with commands to flush
+    std::vector<engine::command> commands_;
+    std::vector<engine::event> events_;
+    std::string scratch_;
+    bool finished_ = false;
+    bool refused_ = false;
+    errc refuse_code_ = errc::resource_limit_exceeded;
+    std::string refuse_description_;
+    std::atomic<bool> shutdown_requested_{false};
+    bool shutdown_done_ = false;
+};
+
+} // namespace wharf::server

@@ -1,0 +1,337 @@
+// amqp_connection: link attach/detach, producer transfers, consumer
+// dispositions, and the engine's answers to them.
+
+#include "broker/amqp/message_codec.hpp"
+#include "broker/server/amqp_connection.hpp"
+#include "broker/server/pn_util.hpp"
+
+#include <proton/disposition.h>
+#include <proton/session.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cstring>
+
+namespace wharf::server {
+
+namespace {
+int64_t wall_clock_ms() {
+    using namespace std::chrono;
+    return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+}
+} // namespace
+
+void amqp_connection::on_link_open(pn_link_t* l) {
+    auto lc = std::make_unique<link_ctx>();
+    lc->id = link_ids_.fetch_add(1, std::memory_order_relaxed) + 1;
+    lc->link = l;
+    lc->consumer = pn_link_is_sender(l);
+    pn_link_set_context(l, lc.get());
+    pn_terminus_copy(pn_link_source(l), pn_link_remote_source(l));
+    pn_terminus_copy(pn_link_target(l), pn_link_remote_target(l));
+
+    if (lc->consumer) {
+        pn_terminus_t* src = pn_link_remote_source(l);
+        pn_link_set_snd_settle_mode(l, pn_link_remote_snd_settle_mode(l));
+        engine::cmd_attach_consumer c;
+        c.link = lc->id;
+        c.dynamic = pn_terminus_is_dynamic(src);
+        c.address = terminus_address(src);
+        c.browse = pn_terminus_get_distribution_mode(src) == PN_DIST_MODE_COPY;
+        c.settle_on_send = pn_link_remote_snd_settle_mode(l) == PN_SND_SETTLED;
+        c.out = outbox_;
+        commands_.push_back(std::move(c));
+    } else {
+        pn_terminus_t* tgt = pn_link_remote_target(l);
+        pn_link_set_rcv_settle_mode(l, PN_RCV_FIRST);
+        if (settings_.max_message_size != 0)
+            pn_link_set_max_message_size(l, settings_.max_message_size);
+        engine::cmd_attach_producer c;
+        c.link = lc->id;
+        c.address = terminus_address(tgt);
+        c.out = outbox_;
+        lc->anonymous = c.address.empty();
+        if (pn_terminus_is_dynamic(tgt)) {
+            engine::link_id id = lc->id;
+            links_.emplace(id, std::move(lc));
+            engine::ev_attached refusal{id,
+                                        error{errc::not_implemented,
+                                              "dynamic targets are not supported; attach to a "
+                                              "named queue or use a null target (anonymous relay)"},
+                                        {}};
+            handle(refusal);
+            return;
+        }
+        commands_.push_back(std::move(c));
+    }
+    engine::link_id id = lc->id;
+    links_.emplace(id, std::move(lc));
+}
+
+void amqp_connection::handle(engine::ev_attached& ev) {
+    link_ctx* lc = find(ev.link);
+    if (lc == nullptr || lc->closed || lc->link == nullptr) return;
+    pn_link_t* l = lc->link;
+    if (ev.err) {
+        // Refuse: answer the attach with a null terminus, then detach with the reason.
+        pn_terminus_set_type(lc->consumer ? pn_link_source(l) : pn_link_target(l), PN_UNSPECIFIED);
+        pn_link_open(l);
+        set_condition(pn_link_condition(l), ev.err->code, ev.err->description);
+        pn_link_close(l);
+        lc->closed = true;
+        return;
+    }
+    if (lc->consumer && pn_terminus_is_dynamic(pn_link_source(l)))
+        pn_terminus_set_address(pn_link_source(l), ev.address.c_str());
+    pn_link_open(l);
+    lc->attached = true;
+    if (!lc->consumer) top_up_credit(*lc);
+}
+
+void amqp_connection::top_up_credit(link_ctx& lc) {
+    if (lc.blocked || lc.closed || !lc.attached || lc.link == nullptr) return;
+    const int credit = pn_link_credit(lc.link);
+    const int window = static_cast<int>(settings_.credit_window);
+    if (credit <= window / 2) pn_link_flow(lc.link, window - credit);
+}
+
+void amqp_connection::on_link_flow(pn_link_t* l) {
+    link_ctx* lc = ctx_of(l);
+    if (lc == nullptr || !lc->consumer || lc->closed) return;
+    const int credit = std::max(0, pn_link_credit(l));
+    commands_.push_back(
+        engine::cmd_credit{lc->id, lc->sent + static_cast<uint64_t>(credit), pn_link_get_drain(l)});
+}
+
+void amqp_connection::detach_link(link_ctx& lc) {
+    flush_link(lc);
+    engine::cmd_detach c{lc.id, {}};
+    if (lc.consumer && lc.link != nullptr) {
+        for (pn_delivery_t* d = pn_unsettled_head(lc.link); d != nullptr; d = pn_unsettled_next(d)) {
+            auto seq = reinterpret_cast<uintptr_t>(pn_delivery_get_context(d));
+            if (seq != 0) c.sent_unsettled.push_back(seq);
+        }
+    }
+    commands_.push_back(std::move(c));
+    lc.closed = true;
+    lc.awaiting.clear();
+}
+
+void amqp_connection::on_link_close(pn_link_t* l, bool closed) {
+    link_ctx* lc = ctx_of(l);
+    if (lc != nullptr && !lc->closed) detach_link(*lc);
+    if (closed) pn_link_close(l);
+    else pn_link_detach(l);
+}
+
+void amqp_connection::on_link_final(pn_link_t* l) {
+    link_ctx* lc = ctx_of(l);
+    if (lc == nullptr) return;
+    pn_link_set_context(l, nullptr);
+    if (!lc->closed) detach_link(*lc);
+    flush_link(*lc);
+    links_.erase(lc->id);
+}
+
+// ---- producers -----------------------------------------------------------
+
+void amqp_connection::reject_now(pn_delivery_t* d, errc code, const std::string& description) {
+    set_condition(pn_disposition_condition(pn_delivery_local(d)), code, description);
+    pn_delivery_update(d, PN_REJECTED);
+    pn_delivery_settle(d);
+}
+
+void amqp_connection::on_incoming(link_ctx& lc, pn_delivery_t* d) {
+    pn_link_t* l = lc.link;
+    if (l == nullptr || !pn_delivery_readable(d)) return;
+    if (pn_delivery_aborted(d)) {
+        lc.partial.clear();
+        lc.oversize = false;
+        pn_delivery_settle(d);
+        return;
+    }
+    const uint64_t max = settings_.max_message_size;
+    const size_t pending = pn_delivery_pending(d);
+    engine::message_ref body;
+    size_t total = 0;
+    if (pn_delivery_partial(d) || !lc.partial.empty() || lc.oversize) {
+        // A multi-frame message: gather it (or, once too large, count and discard).
+        if (!lc.oversize) {
+            const size_t old = lc.partial.size();
+            lc.partial.resize(old + pending);
+            pn_link_recv(l, lc.partial.data() + old, pending);
+            if (max != 0 && lc.partial.size() > max) {
+                lc.oversize = true;
+                scratch_ = std::to_string(lc.partial.size());
+                lc.partial.clear();
+                lc.partial.shrink_to_fit();
+            }
+        } else {
+            std::string sink(pending, '\0');
+            pn_link_recv(l, sink.data(), pending);
+        }
+        if (pn_delivery_partial(d)) return;
+        total = lc.oversize ? max + 1 : lc.partial.size();
+        if (!lc.oversize) body = engine::message_ref::copy_of(lc.partial);
+        lc.partial.clear();
+    } else {
+        total = pending;
+        if (max == 0 || total <= max) {
+            body = engine::message_ref::allocate(pending);
+            pn_link_recv(l, body.data(), pending);
+        } else {
+            std::string sink(pending, '\0');
+            pn_link_recv(l, sink.data(), pending);
+        }
+    }
+    pn_link_advance(l);
+    const bool presettled = pn_delivery_settled(d);
+    const bool too_big = lc.oversize || (max != 0 && total > max);
+    lc.oversize = false;
+    if (too_big) {
+        if (presettled) pn_delivery_settle(d);
+        else
+            reject_now(d, errc::message_size_exceeded,
+                       "message is larger than this link's max-message-size of " +
+                           std::to_string(max) + " bytes");
+        top_up_credit(lc);
+        return;
+    }
+    auto info = amqp::scan_message(body.bytes());
+    if (!info) {
+        if (presettled) pn_delivery_settle(d);
+        else reject_now(d, errc::decode_error, "message is not valid AMQP: " + info.error().description);
+        top_up_credit(lc);
+        return;
+    }
+    engine::incoming_message m;
+    m.body = std::move(body);
+    m.delivery_count = info->header.delivery_count;
+    m.settled = presettled;
+    if (info->header.ttl_ms) m.expiry_ms = wall_clock_ms() + *info->header.ttl_ms;
+    if (info->absolute_expiry_ms && *info->absolute_expiry_ms > 0 &&
+        (m.expiry_ms == 0 || *info->absolute_expiry_ms < m.expiry_ms))
+        m.expiry_ms = *info->absolute_expiry_ms;
+    if (lc.anonymous && info->to) m.to = std::move(*info->to);
+    mark_dirty(lc);
+    lc.to_publish.push_back(std::move(m));
+    if (presettled) {
+        pn_delivery_settle(d);
+        lc.awaiting.push_back(nullptr);
+    } else {
+        lc.awaiting.push_back(d);
+    }
+    top_up_credit(lc);
+}
+
+void amqp_connection::handle(engine::ev_published& ev) {
+    link_ctx* lc = find(ev.link);
+    if (lc == nullptr || lc->closed) return;
+    size_t next_failure = 0;
+    for (uint32_t i = 0; i < ev.count && !lc->awaiting.empty(); ++i) {
+        pn_delivery_t* d = lc->awaiting.front();
+        lc->awaiting.pop_front();
+        const bool failed = next_failure < ev.failures.size() && ev.failures[next_failure].index == i;
+        if (d == nullptr) {
+            if (failed) ++next_failure;
+            continue;
+        }
+        if (failed) {
+            const error& err = ev.failures[next_failure++].err;
+            reject_now(d, err.code, err.description);
+        } else {
+            pn_delivery_update(d, PN_ACCEPTED);
+            pn_delivery_settle(d);
+        }
+    }
+}
+
+void amqp_connection::handle(engine::ev_flow_control& ev) {
+    link_ctx* lc = find(ev.link);
+    if (lc == nullptr) return;
+    lc->blocked = ev.blocked;
+    if (!ev.blocked) top_up_credit(*lc);
+}
+
+void amqp_connection::handle(engine::ev_detach& ev) {
+    link_ctx* lc = find(ev.link);
+    if (lc == nullptr || lc->closed || lc->link == nullptr) return;
+    lc->closed = true;
+    set_condition(pn_link_condition(lc->link), ev.err.code, ev.err.description);
+    pn_link_close(lc->link);
+}
+
+// ---- consumers -----------------------------------------------------------
+
+void amqp_connection::handle(engine::ev_deliver& ev) {
+    link_ctx* lc = find(ev.link);
+    if (lc == nullptr || lc->closed || lc->link == nullptr) return; // released on detach
+    pn_link_t* l = lc->link;
+    if (pn_link_credit(l) <= 0) {
+        if (!ev.settle_on_send) {
+            mark_dirty(*lc);
+            lc->unsent.push_back(ev.seq);
+        }
+        return;
+    }
+    char tag[sizeof(uint64_t)];
+    const uint64_t t = lc->next_tag++;
+    std::memcpy(tag, &t, sizeof t);
+    pn_delivery_t* d = pn_delivery(l, pn_dtag(tag, sizeof tag));
+    std::string_view bytes = ev.body.bytes();
+    if (ev.redelivered) {
+        auto info = amqp::scan_message(bytes);
+        if (info) {
+            amqp::header_fields h = info->header;
+            h.delivery_count = ev.delivery_count;
+            h.first_acquirer = false;
+            scratch_ = amqp::with_header(bytes, *info, h);
+            bytes = scratch_;
+        }
+    }
+    pn_link_send(l, bytes.data(), bytes.size());
+    pn_link_advance(l);
+    ++lc->sent;
+    if (ev.settle_on_send) pn_delivery_settle(d);
+    else pn_delivery_set_context(d, reinterpret_cast<void*>(static_cast<uintptr_t>(ev.seq)));
+}
+
+void amqp_connection::handle(engine::ev_drained& ev) {
+    link_ctx* lc = find(ev.link);
+    if (lc == nullptr || lc->closed || lc->link == nullptr) return;
+    pn_link_drained(lc->link);
+}
+
+void amqp_connection::on_disposition(link_ctx& lc, pn_delivery_t* d) {
+    auto seq = reinterpret_cast<uintptr_t>(pn_delivery_get_context(d));
+    if (seq == 0) return; // pre-settled: nothing to settle
+    const uint64_t state = pn_delivery_remote_state(d);
+    engine::outcome_kind outcome;
+    switch (state) {
+    case PN_ACCEPTED: outcome = engine::outcome_kind::accepted; break;
+    case PN_REJECTED: outcome = engine::outcome_kind::rejected; break;
+    case PN_RELEASED: outcome = engine::outcome_kind::released; break;
+    case PN_MODIFIED: {
+        pn_disposition_t* disp = pn_delivery_remote(d);
+        const bool failed = pn_disposition_is_failed(disp);
+        const bool undeliverable = pn_disposition_is_undeliverable(disp);
+        outcome = failed && undeliverable ? engine::outcome_kind::modified_failed_undeliverable
+                  : failed               ? engine::outcome_kind::modified_failed
+                  : undeliverable        ? engine::outcome_kind::modified_undeliverable
+                                         : engine::outcome_kind::released;
+        break;
+    }
+    default:
+        // No terminal outcome yet (or received): only a settlement without
+        // one counts, as accepted, as other brokers do.
+        if (!pn_delivery_settled(d)) return;
+        outcome = engine::outcome_kind::accepted;
+        break;
+    }
+    mark_dirty(lc);
+    lc.to_settle.push_back({seq, outcome});
+    pn_delivery_set_context(d, nullptr);
+    pn_delivery_settle(d);
+}
+
+} // namespace wharf::server

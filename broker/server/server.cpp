@@ -1,0 +1,210 @@
+#include "broker/server/server.hpp"
+
+#include "broker/server/pn_util.hpp"
+
+#include <proton/condition.h>
+#include <proton/netaddr.h>
+#include <proton/sasl.h>
+#include <proton/transport.h>
+#include <spdlog/spdlog.h>
+
+#include <netdb.h>
+#include <sys/socket.h>
+
+#include <thread>
+
+namespace wharf::server {
+
+namespace {
+constexpr pn_millis_t tick_ms = 1000;
+constexpr pn_millis_t shutdown_grace_ms = 3000;
+
+std::string bound_address(pn_listener_t* l) {
+    const pn_netaddr_t* na = pn_listener_addr(l);
+    if (na == nullptr) return "?";
+    char host[NI_MAXHOST], port[NI_MAXSERV];
+    if (getnameinfo(pn_netaddr_sockaddr(na), static_cast<socklen_t>(pn_netaddr_socklen(na)), host,
+                    sizeof host, port, sizeof port, NI_NUMERICHOST | NI_NUMERICSERV) != 0)
+        return "?";
+    std::string h(host);
+    if (h.find(':') != std::string::npos) h = "[" + h + "]";
+    return h + ":" + port;
+}
+} // namespace
+
+server::server(const config::node_config& cfg, engine::queue_engine& engine,
+               std::function<void(const std::string&)> on_listening)
+    : cfg_(cfg), engine_(engine), on_listening_(std::move(on_listening)),
+      proactor_(pn_proactor()), threads_(cfg.threads == 0 ? 1 : cfg.threads) {
+    settings_.node_id = cfg.node_id;
+    settings_.max_message_size = cfg.max_message_size;
+    settings_.credit_window = cfg.credit_window;
+}
+
+server::~server() {
+    connections_.clear();
+    pn_proactor_free(proactor_);
+}
+
+int server::run() {
+    for (const auto& lcfg : cfg_.listeners) {
+        auto lc = std::make_unique<listener_ctx>();
+        lc->cfg = lcfg;
+        lc->listener = pn_listener();
+        pn_listener_set_context(lc->listener, lc.get());
+        const std::string addr = lcfg.host + ":" + std::to_string(lcfg.port);
+        pn_proactor_listen(proactor_, lc->listener, addr.c_str(), 128);
+        listeners_.push_back(std::move(lc));
+    }
+    pn_proactor_set_timeout(proactor_, tick_ms);
+    std::vector<std::thread> workers;
+    for (unsigned i = 1; i < threads_; ++i) workers.emplace_back([this] { worker(); });
+    worker();
+    for (auto& t : workers) t.join();
+    return failed_.load() ? 1 : 0;
+}
+
+void server::stop() {
+    if (stopping_.exchange(true)) return;
+    spdlog::info("{}: shutting down", cfg_.node_id);
+    {
+        std::lock_guard lock(table_mu_);
+        for (auto& l : listeners_)
+            if (!l->closed) pn_listener_close(l->listener);
+        for (auto& [pn, conn] : connections_) conn->request_shutdown();
+    }
+    // Clients get shutdown_grace_ms to answer our close; then we cut them off.
+    pn_proactor_set_timeout(proactor_, shutdown_grace_ms);
+    finish_all_stopped();
+}
+
+void server::worker() {
+    while (!done_.load()) {
+        pn_event_batch_t* batch = pn_proactor_wait(proactor_);
+        amqp_connection* conn = nullptr;
+        bool finished = false;
+        while (pn_event_t* e = pn_event_batch_next(batch))
+            if (!handle(e, conn)) finished = true;
+        if (conn != nullptr) {
+            conn->end_batch();
+            if (conn->finished()) finish(conn);
+        }
+        pn_proactor_done(proactor_, batch);
+        if (finished) {
+            done_.store(true);
+            for (unsigned i = 1; i < threads_; ++i) pn_proactor_interrupt(proactor_);
+        }
+    }
+}
+
+// Returns false when the proactor has nothing left to do (stopped).
+bool server::handle(pn_event_t* e, amqp_connection*& conn) {
+    switch (pn_event_type(e)) {
+    case PN_LISTENER_OPEN: {
+        pn_listener_t* l = pn_event_listener(e);
+        const std::string addr = bound_address(l);
+        spdlog::info("{} listening on {}", cfg_.node_id, addr);
+        if (on_listening_) on_listening_(addr);
+        return true;
+    }
+    case PN_LISTENER_ACCEPT:
+        accept(*static_cast<listener_ctx*>(pn_listener_get_context(pn_event_listener(e))));
+        return true;
+    case PN_LISTENER_CLOSE: {
+        pn_listener_t* l = pn_event_listener(e);
+        auto* lc = static_cast<listener_ctx*>(pn_listener_get_context(l));
+        {
+            std::lock_guard lock(table_mu_);
+            lc->closed = true;
+        }
+        pn_condition_t* c = pn_listener_condition(l);
+        if (pn_condition_is_set(c) && !stopping_.load()) {
+            spdlog::error("{}: cannot listen on {}:{}: {}", cfg_.node_id, lc->cfg.host,
+                          lc->cfg.port, pn_condition_get_description(c));
+            failed_.store(1);
+            stop();
+        }
+        finish_all_stopped();
+        return true;
+    }
+    case PN_PROACTOR_TIMEOUT:
+        if (stopping_.load()) {
+            pn_condition_t* cond = pn_condition();
+            set_condition(cond, errc::connection_forced,
+                          "the node " + cfg_.node_id + " is shutting down");
+            pn_proactor_disconnect(proactor_, cond);
+            pn_condition_free(cond);
+        } else {
+            engine_.post(engine::cmd_tick{});
+            pn_proactor_set_timeout(proactor_, tick_ms);
+        }
+        return true;
+    case PN_PROACTOR_INACTIVE:
+        return !stopping_.load();
+    case PN_PROACTOR_INTERRUPT:
+        return true;
+    default:
+        break;
+    }
+    if (pn_connection_t* pc = pn_event_connection(e)) {
+        auto* c = static_cast<amqp_connection*>(pn_connection_get_context(pc));
+        if (c != nullptr) {
+            conn = c;
+            c->on_event(e);
+        }
+    }
+    return true;
+}
+
+void server::accept(listener_ctx& lc) {
+    pn_connection_t* pc = pn_connection();
+    pn_transport_t* t = pn_transport();
+    pn_transport_set_server(t);
+    pn_transport_require_auth(t, false);
+    pn_sasl_t* sasl = pn_sasl(t);
+    pn_sasl_allowed_mechs(sasl, "ANONYMOUS");
+    pn_transport_set_max_frame(t, lc.cfg.max_frame_size);
+    pn_transport_set_idle_timeout(t, static_cast<pn_millis_t>(lc.cfg.idle_timeout.count()));
+
+    auto conn = std::make_unique<amqp_connection>(pc, settings_, engine_, link_ids_);
+    const size_t n = connection_count_.fetch_add(1) + 1;
+    if (stopping_.load()) {
+        conn->refuse(errc::connection_forced, "the node " + cfg_.node_id + " is shutting down");
+    } else if (cfg_.max_connections != 0 && n > cfg_.max_connections) {
+        conn->refuse(errc::resource_limit_exceeded,
+                     "the node " + cfg_.node_id + " allows at most " +
+                         std::to_string(cfg_.max_connections) + " connections (max-connections)");
+    }
+    {
+        std::lock_guard lock(table_mu_);
+        connections_.emplace(pc, std::move(conn));
+    }
+    pn_listener_accept2(lc.listener, pc, t);
+}
+
+void server::finish(amqp_connection* conn) {
+    std::unique_ptr<amqp_connection> gone;
+    {
+        std::lock_guard lock(table_mu_);
+        auto it = connections_.find(conn->pn());
+        if (it != connections_.end()) {
+            gone = std::move(it->second);
+            connections_.erase(it);
+        }
+    }
+    connection_count_.fetch_sub(1);
+    finish_all_stopped();
+}
+
+// Once stopping and nothing is left open, let the proactor go inactive now
+// rather than at the end of the grace period.
+void server::finish_all_stopped() {
+    if (!stopping_.load()) return;
+    std::lock_guard lock(table_mu_);
+    if (!connections_.empty()) return;
+    for (auto& l : listeners_)
+        if (!l->closed) return;
+    pn_proactor_cancel_timeout(proactor_);
+}
+
+} // namespace wharf::server

@@ -1,0 +1,76 @@
+#pragma once
+// server: the node's network side. Owns the Proton proactor, the listeners,
+// the worker threads and the table of live connections; feeds connection
+// events to amqp_connection and ticks the queue engine once a second.
+//
+// Threads: run() starts `threads` proactor workers and returns when they
+// have all stopped. Proton hands each connection's event batch to one worker
+// at a time. stop() is thread-safe (the signal thread calls it).
+
+#include "broker/common/result.hpp"
+#include "broker/config/node_config.hpp"
+#include "broker/engine/queue_engine.hpp"
+#include "broker/server/amqp_connection.hpp"
+
+#include <proton/listener.h>
+#include <proton/proactor.h>
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace wharf::server {
+
+class server {
+  public:
+    // on_listening is called once per listener with "HOST:PORT" as bound
+    // (the real port when 0 was asked for).
+    server(const config::node_config& cfg, engine::queue_engine& engine,
+           std::function<void(const std::string&)> on_listening);
+    ~server();
+    server(const server&) = delete;
+    server& operator=(const server&) = delete;
+
+    // Runs until stop() and every connection has closed. Returns 0, or 1 when
+    // a listener failed (the reason is logged).
+    int run();
+    // Close listeners and connections (amqp:connection:forced); any thread.
+    void stop();
+
+    size_t connection_count() const { return connection_count_.load(); }
+
+  private:
+    struct listener_ctx {
+        config::listener_config cfg;
+        pn_listener_t* listener = nullptr;
+        bool closed = false;
+    };
+
+    void worker();
+    bool handle(pn_event_t* e, amqp_connection*& conn);
+    void accept(listener_ctx& lc);
+    void finish(amqp_connection* conn);
+    void finish_all_stopped();
+
+    const config::node_config& cfg_;
+    engine::queue_engine& engine_;
+    std::function<void(const std::string&)> on_listening_;
+    connection_settings settings_;
+    pn_proactor_t* proactor_;
+    std::vector<std::unique_ptr<listener_ctx>> listeners_;
+    std::atomic<uint64_t> link_ids_{0};
+    std::atomic<size_t> connection_count_{0};
+    std::atomic<bool> stopping_{false};
+    std::atomic<bool> done_{false};
+    std::atomic<int> failed_{0};
+    unsigned threads_;
+
+    std::mutex table_mu_; // guards connections_ (open/close only, not the message path)
+    std::unordered_map<pn_connection_t*, std::unique_ptr<amqp_connection>> connections_;
+};
+
+} // namespace wharf::server
