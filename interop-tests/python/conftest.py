@@ -1,0 +1,77 @@
+"""Fixtures: a real wharfd child process on a port the OS picked."""
+import os
+import select
+import signal
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+WHARFD = os.environ.get("WHARFD", "")
+
+
+class Wharfd:
+    def __init__(self, *args, config_text=None):
+        if not WHARFD or not os.path.exists(WHARFD):
+            raise RuntimeError("set WHARFD to the path of the wharfd binary (got %r)" % WHARFD)
+        self.dir = tempfile.mkdtemp(prefix="wharf-py-")
+        cmd = [WHARFD, "--listen", "127.0.0.1:0", "--node-id", "py",
+               "--data-dir", os.path.join(self.dir, "data")]
+        if config_text is not None:
+            path = os.path.join(self.dir, "wharfd.toml")
+            with open(path, "w") as f:
+                f.write(config_text)
+            cmd += ["--config", path]
+        cmd += list(args)
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.port = self._wait_for_port(deadline=time.monotonic() + 10)
+        self.url = "127.0.0.1:%d" % self.port
+
+    def _wait_for_port(self, deadline):
+        line = b""
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([self.proc.stdout], [], [], 0.1)
+            if ready:
+                chunk = os.read(self.proc.stdout.fileno(), 1)
+                if not chunk:
+                    break
+                line += chunk
+                if chunk == b"\n":
+                    text = line.decode()
+                    if " listening on " in text:
+                        return int(text.strip().rsplit(":", 1)[1])
+                    line = b""
+        self.proc.kill()
+        raise RuntimeError("wharfd did not start: %s" % self.proc.stderr.read().decode())
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                return self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                raise
+        return self.proc.returncode
+
+
+@pytest.fixture
+def wharfd():
+    node = Wharfd()
+    yield node
+    assert node.stop() == 0
+
+
+@pytest.fixture
+def make_wharfd():
+    nodes = []
+
+    def make(*args, **kwargs):
+        n = Wharfd(*args, **kwargs)
+        nodes.append(n)
+        return n
+
+    yield make
+    for n in nodes:
+        n.stop()
