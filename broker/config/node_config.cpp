@@ -1,0 +1,280 @@
+// load(): flags (CLI11) over the file (config_file.cpp) over the defaults.
+
+#include "broker/config/node_config.hpp"
+#include "broker/config/config_layer.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <array>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <deque>
+#include <fcntl.h>
+#include <set>
+#include <thread>
+#include <unistd.h>
+
+#ifndef WHARF_VERSION
+#define WHARF_VERSION "unknown"
+#endif
+
+namespace wharf::config {
+namespace {
+
+using detail::file_layer;
+using detail::listener_entry;
+using detail::top_layer;
+
+constexpr const char* default_data_dir = "./wharf-data";
+
+// A flag's text, read as whichever type its key wants.
+class flag_source final : public detail::value_source {
+  public:
+    explicit flag_source(std::string text) : text_(std::move(text)) {}
+
+    result<std::string, std::string> get_string() const override { return text_; }
+    result<int64_t, std::string> get_integer() const override {
+        int64_t v = 0;
+        auto [end, ec] = std::from_chars(text_.data(), text_.data() + text_.size(), v);
+        if (ec == std::errc::result_out_of_range) return fail(std::string("out of range"));
+        if (ec != std::errc() || end != text_.data() + text_.size())
+            return fail(std::string("expected an integer"));
+        return v;
+    }
+    result<bool, std::string> get_bool() const override {
+        if (text_ == "true") return true;
+        if (text_ == "false") return false;
+        return fail(std::string("expected true or false"));
+    }
+    result<double, std::string> get_seconds() const override {
+        double v = 0;
+        auto [end, ec] = std::from_chars(text_.data(), text_.data() + text_.size(), v);
+        if (ec != std::errc() || end != text_.data() + text_.size())
+            return fail(std::string("expected a number of seconds"));
+        return v;
+    }
+    result<std::vector<std::string>, std::string> get_string_list() const override {
+        return std::vector<std::string>{text_};
+    }
+
+  private:
+    std::string text_;
+};
+
+struct flag_doc {
+    std::string_view key;
+    const char* type_name;
+    const char* help;
+};
+
+// In the order --help lists them; every key of detail::top_keys().
+constexpr std::array<flag_doc, 11> flag_docs = {{
+    {"listen", "HOST:PORT",
+     "Accept AMQP connections on HOST:PORT (IPv6 as [::1]:5672; port 0 = any free port). "
+     "Repeat for several listeners; replaces the file's listeners. Default 127.0.0.1:5672"},
+    {"data-dir", "DIR", "Directory for the node's data. Default ./wharf-data"},
+    {"node-id", "ID", "This node's AMQP container id. Default wharf-<hostname>"},
+    {"log-level", "LEVEL", "One of trace, debug, info, warn, error, off. Default info"},
+    {"threads", "N", "Worker threads; 0 = one per core (max 1024). Default 0"},
+    {"auto-create-queues", "true|false",
+     "Create a queue when a link attaches to an unknown address. Default true"},
+    {"max-connections", "N", "Open connections allowed; 0 = unlimited. Default 10000"},
+    {"max-message-size", "BYTES",
+     "Largest message accepted, advertised on attach; 0 = unlimited. Default 16777216"},
+    {"credit-window", "N", "Link credit given to producers, refilled at half; >= 1. Default 1000"},
+    {"max-frame-size", "N",
+     "AMQP max-frame-size in bytes, >= 512, for listeners that set none of their own. "
+     "Default 65536"},
+    {"idle-timeout", "SECONDS",
+     "AMQP idle time-out (may be fractional; 0 = none) for listeners that set none of their "
+     "own. Default 60"},
+}};
+
+constexpr const char* help_footer =
+    "Every flag above except --config, --help and --version is also a key of the same name "
+    "in the TOML config file, e.g. node-id = \"n1\" or listen = [\"127.0.0.1:5672\"]; a flag "
+    "given on the command line overrides the file. The file also accepts [[listener]] tables "
+    "(address, max-frame-size, idle-timeout), a [queue-defaults] table and [[queue]] tables "
+    "(name, max-depth-messages, max-depth-bytes, overflow-policy, dead-letter-queue, "
+    "max-delivery-count, expiry-policy, durable). See broker/config/wharfd.example.toml.";
+
+std::string host_port(const listener_config& l) {
+    bool v6 = l.host.find(':') != std::string::npos;
+    return (v6 ? "[" + l.host + "]" : l.host) + ":" + std::to_string(l.port);
+}
+
+result<std::string, config_error> read_file(const std::string& path) {
+    auto cannot = [&](int err) {
+        return fail(config_error{2, "config " + path + ": cannot read: " + std::strerror(err)});
+    };
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return cannot(errno);
+    std::string text;
+    char buf[8192];
+    for (;;) {
+        ssize_t n = ::read(fd, buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            int err = errno;
+            ::close(fd);
+            return cannot(err);
+        }
+        if (n == 0) break;
+        text.append(buf, static_cast<std::size_t>(n));
+    }
+    ::close(fd);
+    return text;
+}
+
+std::string default_node_id() {
+    char name[256] = {};
+    if (::gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') return "wharf-localhost";
+    return std::string("wharf-") + name;
+}
+
+} // namespace
+
+namespace detail {
+
+result<node_config, config_error> resolve(node_config base, const file_layer& file,
+                                          const top_layer& flags) {
+    node_config cfg = std::move(base);
+    auto pick = [](auto& field, const auto& from_file, const auto& from_flags) {
+        if (from_flags) field = *from_flags;
+        else if (from_file) field = *from_file;
+    };
+    const top_layer& f = file.top;
+    pick(cfg.node_id, f.node_id, flags.node_id);
+    pick(cfg.data_dir, f.data_dir, flags.data_dir);
+    pick(cfg.log_level, f.log_level, flags.log_level);
+    pick(cfg.threads, f.threads, flags.threads);
+    pick(cfg.auto_create_queues, f.auto_create_queues, flags.auto_create_queues);
+    pick(cfg.max_connections, f.max_connections, flags.max_connections);
+    pick(cfg.max_message_size, f.max_message_size, flags.max_message_size);
+    pick(cfg.credit_window, f.credit_window, flags.credit_window);
+    if (cfg.data_dir.empty()) cfg.data_dir = default_data_dir;
+
+    // Listeners: the flags' set replaces the file's, which replaces base's.
+    // Top-level frame size and idle timeout fill in what a listener left unset.
+    std::optional<uint32_t> frame = flags.max_frame_size ? flags.max_frame_size : f.max_frame_size;
+    std::optional<std::chrono::milliseconds> idle =
+        flags.idle_timeout ? flags.idle_timeout : f.idle_timeout;
+    const auto* entries = flags.listeners ? &*flags.listeners
+                          : f.listeners   ? &*f.listeners
+                                          : nullptr;
+    if (entries) {
+        cfg.listeners.clear();
+        std::set<std::pair<std::string, uint16_t>> seen;
+        for (const listener_entry& e : *entries) {
+            listener_config l = e.cfg;
+            if (frame && !e.own_max_frame_size) l.max_frame_size = *frame;
+            if (idle && !e.own_idle_timeout) l.idle_timeout = *idle;
+            if (l.port != 0 && !seen.emplace(l.host, l.port).second)
+                return fail(config_error{2, e.where + ": listener " + host_port(l) +
+                                                " is configured twice"});
+            cfg.listeners.push_back(std::move(l));
+        }
+    } else {
+        if (cfg.listeners.empty()) cfg.listeners.push_back(listener_config{});
+        for (auto& l : cfg.listeners) {
+            if (frame) l.max_frame_size = *frame;
+            if (idle) l.idle_timeout = *idle;
+        }
+    }
+
+    file.queue_defaults.apply_to(cfg.queue_defaults);
+    for (const auto& q : file.queues) {
+        for (const auto& existing : cfg.queues) {
+            if (existing.name == q.name)
+                return fail(config_error{2, q.where + ": key 'name' in [[queue]]: duplicate "
+                                                      "queue name '" + q.name + "'"});
+        }
+        queue_declaration d{q.name, cfg.queue_defaults};
+        q.overrides.apply_to(d.policy);
+        cfg.queues.push_back(std::move(d));
+    }
+    return cfg;
+}
+
+} // namespace detail
+
+result<node_config, config_error> parse_toml(std::string_view text, std::string_view origin,
+                                             node_config base) {
+    auto file = detail::parse_file(text, origin);
+    if (!file) return fail(file.error());
+    return detail::resolve(std::move(base), *file, top_layer{});
+}
+
+result<node_config, config_error> load(int argc, const char* const* argv) {
+    CLI::App app{"wharfd: the Wharf AMQP 1.0 broker", "wharfd"};
+    app.footer(help_footer);
+    app.get_formatter()->column_width(34);
+
+    std::string config_path;
+    auto* config_opt = app.add_option("--config", config_path, "Read settings from this TOML file")
+                           ->type_name("FILE");
+    bool version = false;
+    app.add_flag("--version", version, "Print the version and exit");
+
+    std::vector<std::string> listen_texts;
+    std::deque<std::string> values; // stable addresses for CLI11 to write into
+    std::vector<std::pair<std::string_view, CLI::Option*>> scalar_options;
+    for (const auto& doc : flag_docs) {
+        const std::string name = "--" + std::string(doc.key);
+        if (doc.key == "listen") {
+            app.add_option(name, listen_texts, doc.help)
+                ->type_name(doc.type_name)
+                ->allow_extra_args(false);
+        } else {
+            auto* opt = app.add_option(name, values.emplace_back(), doc.help)
+                            ->type_name(doc.type_name)
+                            ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+            scalar_options.emplace_back(doc.key, opt);
+        }
+    }
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::Success&) { // --help
+        return fail(config_error{0, app.help()});
+    } catch (const CLI::ParseError& e) {
+        return fail(config_error{2, std::string("wharfd: ") + e.what() + " (see --help)"});
+    }
+    if (version) return fail(config_error{0, std::string("wharfd ") + WHARF_VERSION});
+
+    // Flags first, so a bad flag is reported even when the file is also bad.
+    top_layer flags;
+    for (std::size_t i = 0; i < scalar_options.size(); ++i) {
+        auto [key, opt] = scalar_options[i];
+        if (opt->count() == 0) continue;
+        const std::string& text = values[i];
+        if (auto bad = detail::set_top_key(flags, key, flag_source(text), "--" + std::string(key)))
+            return fail(config_error{2, "--" + std::string(key) + " '" + text + "': " + *bad});
+    }
+    if (!listen_texts.empty()) {
+        flags.listeners.emplace();
+        for (const auto& text : listen_texts) {
+            auto l = parse_listen(text);
+            if (!l) return fail(config_error{2, "--listen '" + text + "': " + l.error()});
+            flags.listeners->push_back({*l, false, false, "--listen"});
+        }
+    }
+
+    file_layer file;
+    if (config_opt->count() > 0) {
+        auto text = read_file(config_path);
+        if (!text) return fail(text.error());
+        auto parsed = detail::parse_file(*text, config_path);
+        if (!parsed) return fail(parsed.error());
+        file = std::move(*parsed);
+    }
+
+    auto cfg = detail::resolve(node_config{}, file, flags);
+    if (!cfg) return cfg;
+    if (cfg->node_id.empty()) cfg->node_id = default_node_id();
+    if (cfg->threads == 0) cfg->threads = std::max(1u, std::thread::hardware_concurrency());
+    return cfg;
+}
+
+} // namespace wharf::config
