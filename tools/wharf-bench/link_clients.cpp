@@ -1,0 +1,268 @@
+#include "tools/wharf-bench/link_clients.hpp"
+
+#include "tools/wharf-bench/connection_client.hpp"
+
+#include <proton/connection.hpp>
+#include <proton/delivery.hpp>
+#include <proton/delivery_mode.hpp>
+#include <proton/error_condition.hpp>
+#include <proton/receiver_options.hpp>
+#include <proton/sender_options.hpp>
+#include <proton/session.hpp>
+#include <proton/source_options.hpp>
+#include <proton/target_options.hpp>
+#include <proton/tracker.hpp>
+#include <proton/transport.hpp>
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+
+namespace wharf::bench {
+
+namespace {
+
+proton::delivery_mode settle_mode(const bench_options& o) {
+    return o.at_most_once ? proton::delivery_mode::AT_MOST_ONCE : proton::delivery_mode::AT_LEAST_ONCE;
+}
+
+void put_u64(unsigned char* p, std::uint64_t v) { std::memcpy(p, &v, sizeof v); }
+
+std::uint64_t get_u64(const unsigned char* p) {
+    std::uint64_t v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+
+} // namespace
+
+// ---- guarded_handler ----
+
+void guarded_handler::report(const std::string& where, const proton::error_condition& e) {
+    if (closing()) return;
+    std::string text = where + ": " + (e.name().empty() ? std::string("(no condition)") : e.name());
+    if (!e.description().empty()) text += ": " + e.description();
+    run_.fail(text);
+}
+
+void guarded_handler::on_error(const proton::error_condition& e) { report("error", e); }
+void guarded_handler::on_transport_error(proton::transport& t) { report("transport", t.error()); }
+void guarded_handler::on_connection_error(proton::connection& c) { report("connection", c.error()); }
+void guarded_handler::on_session_error(proton::session& s) { report("session", s.error()); }
+void guarded_handler::on_sender_error(proton::sender& s) {
+    report("sender link to '" + s.target().address() + "'", s.error());
+}
+void guarded_handler::on_receiver_error(proton::receiver& r) {
+    report("receiver link from '" + r.source().address() + "'", r.error());
+}
+
+// ---- sender_client ----
+
+sender_client::sender_client(run_control& run, connection_client& owner, int link_index, std::uint64_t quota)
+    : guarded_handler(run), owner_(owner), link_index_(link_index), quota_(quota),
+      pre_settled_(run.options().at_most_once), stamp_body_(run.options().end_to_end()),
+      one_at_a_time_(run.options().mode == bench_mode::latency),
+      time_accepts_(run.options().mode == bench_mode::send && !run.options().at_most_once),
+      in_flight_(static_cast<std::uint64_t>(run.options().in_flight)),
+      body_(run.options().size, static_cast<std::uint8_t>('w')), tag_(sizeof(std::uint64_t), 0) {
+    // The id names the sending link, so a receiver in latency mode can tell
+    // which link pair a message belongs to. Set once, never per message.
+    message_.id(static_cast<std::uint64_t>(link_index));
+    message_.body(body_);
+    if (time_accepts_) {
+        const auto slots = std::bit_ceil(2 * in_flight_);
+        send_times_.assign(slots, 0);
+        send_seqs_.assign(slots, UINT64_MAX);
+        ring_mask_ = slots - 1;
+    }
+}
+
+bool sender_client::closing() const { return owner_.closing(); }
+
+void sender_client::open(proton::connection& c) {
+    const auto& o = run_.options();
+    sender_ = c.open_sender(o.queue_for(link_index_), proton::sender_options()
+                                                          .handler(*this)
+                                                          .delivery_mode(settle_mode(o))
+                                                          .target(proton::target_options().address(
+                                                              o.queue_for(link_index_))));
+}
+
+void sender_client::close() {
+    if (sender_ && sender_.active()) sender_.close();
+}
+
+void sender_client::request_send() {
+    send_wanted_ = true;
+    pump();
+}
+
+void sender_client::on_sendable(proton::sender&) { pump(); }
+
+void sender_client::pump() {
+    if (sender_ && !closing()) {
+        while (sender_.credit() > 0 && sent_ < quota_ && !run_.stop_sending()) {
+            if (!pre_settled_ && sent_ - settled_ >= in_flight_) break;
+            if (one_at_a_time_ && !send_wanted_) break;
+            send_one();
+        }
+    }
+    if ((sent_ >= quota_ || run_.stop_sending() || closing()) && settled_ == sent_)
+        finished_.store(true, std::memory_order_release);
+}
+
+void sender_client::send_one() {
+    const std::uint64_t now = now_ns();
+    if (stamp_body_) {
+        put_u64(reinterpret_cast<unsigned char*>(body_.data()), now);
+        message_.body(body_);
+    }
+    put_u64(reinterpret_cast<unsigned char*>(tag_.data()), sent_);
+    if (time_accepts_) {
+        send_times_[sent_ & ring_mask_] = now;
+        send_seqs_[sent_ & ring_mask_] = sent_;
+    }
+    sender_.send(message_, tag_);
+    ++sent_;
+    send_wanted_ = false;
+    link_counters::bump(counters_.sent);
+    if (pre_settled_) {
+        ++settled_;
+        link_counters::bump(counters_.settled);
+    }
+    counters_.last_progress_ns.store(now, std::memory_order_relaxed);
+}
+
+void sender_client::record_accept_latency(const proton::tracker& t) {
+    const proton::binary tag = t.tag();
+    if (tag.size() != sizeof(std::uint64_t)) return;
+    const std::uint64_t seq = get_u64(reinterpret_cast<const unsigned char*>(tag.data()));
+    const auto slot = seq & ring_mask_;
+    if (send_seqs_[slot] != seq) return;
+    const std::uint64_t now = now_ns();
+    histogram_.record(now - send_times_[slot]);
+    send_seqs_[slot] = UINT64_MAX;
+}
+
+void sender_client::on_tracker_accept(proton::tracker& t) {
+    link_counters::bump(counters_.accepted);
+    if (time_accepts_) record_accept_latency(t);
+}
+
+// A rejected or released message will not arrive: in latency mode the pair
+// sends its next one now instead of waiting for a receipt that never comes.
+void sender_client::on_tracker_reject(proton::tracker&) {
+    link_counters::bump(counters_.rejected);
+    if (one_at_a_time_) send_wanted_ = true;
+}
+
+void sender_client::on_tracker_release(proton::tracker&) {
+    link_counters::bump(counters_.released);
+    if (one_at_a_time_) send_wanted_ = true;
+}
+
+void sender_client::on_tracker_settle(proton::tracker&) {
+    if (pre_settled_) return;  // already counted at send
+    ++settled_;
+    link_counters::bump(counters_.settled);
+    counters_.last_progress_ns.store(now_ns(), std::memory_order_relaxed);
+    pump();
+}
+
+void sender_client::on_sender_close(proton::sender& s) {
+    if (!closing() && !run_.failed())
+        run_.fail("sender link to '" + s.target().address() + "' closed by the peer");
+}
+
+void sender_client::on_sender_detach(proton::sender& s) {
+    if (!closing() && !run_.failed())
+        run_.fail("sender link to '" + s.target().address() + "' detached by the peer");
+}
+
+// ---- receiver_client ----
+
+receiver_client::receiver_client(run_control& run, connection_client& owner, int link_index,
+                                 const std::vector<sender_client*>& senders)
+    : guarded_handler(run), owner_(owner), link_index_(link_index), senders_(senders),
+      read_stamp_(run.options().end_to_end()),
+      window_(static_cast<std::uint32_t>(run.options().credit)) {}
+
+bool receiver_client::closing() const { return owner_.closing(); }
+
+void receiver_client::open(proton::connection& c) {
+    const auto& o = run_.options();
+    receiver_ = c.open_receiver(o.queue_for(link_index_), proton::receiver_options()
+                                                              .handler(*this)
+                                                              .credit_window(0)
+                                                              .auto_accept(true)
+                                                              .delivery_mode(settle_mode(o))
+                                                              .source(proton::source_options().address(
+                                                                  o.queue_for(link_index_))));
+}
+
+void receiver_client::close() {
+    if (receiver_ && receiver_.active()) receiver_.close();
+}
+
+void receiver_client::grant(std::uint32_t wanted) {
+    const std::uint32_t granted = run_.take_credit(link_index_ % std::max(1, run_.options().queues), wanted);
+    if (granted > 0) receiver_.add_credit(granted);
+}
+
+void receiver_client::on_receiver_open(proton::receiver&) {
+    attached_ns_.store(now_ns(), std::memory_order_release);
+    grant(window_);
+}
+
+void receiver_client::on_message(proton::delivery& d, proton::message& m) {
+    if (closing()) {
+        if (!d.settled()) d.release();
+        return;
+    }
+    const std::uint64_t now = now_ns();
+    if (read_stamp_) {
+        const proton::value& body = m.body();
+        if (body.type() == proton::BINARY) {
+            const auto bytes = proton::get<proton::binary>(body);
+            if (bytes.size() >= sizeof(std::uint64_t)) {
+                const std::uint64_t sent_at = get_u64(reinterpret_cast<const unsigned char*>(bytes.data()));
+                if (sent_at <= now) histogram_.record(now - sent_at);
+            }
+        }
+        if (run_.options().mode == bench_mode::latency) route_receipt(m);
+    }
+    link_counters::bump(counters_.received);
+    counters_.last_progress_ns.store(now, std::memory_order_relaxed);
+    // Refill in batches: once half the window is used, give it back at once.
+    if (++used_since_grant_ >= std::max<std::uint32_t>(1, window_ / 2)) {
+        grant(used_since_grant_);
+        used_since_grant_ = 0;
+    }
+}
+
+// Latency mode: tell the sender of this message (named by the message id) to
+// send its next one; it may live on another connection, whose thread this is not.
+void receiver_client::route_receipt(const proton::message& m) {
+    const proton::message_id id = m.id();
+    if (id.type() != proton::ULONG) return;
+    const auto index = proton::get<std::uint64_t>(id);
+    if (index >= senders_.size()) return;
+    sender_client* origin = senders_[index];
+    if (&origin->owner() == &owner_) {
+        origin->request_send();
+    } else if (!origin->owner().post([origin] { origin->request_send(); })) {
+        // That connection's loop has ended; its pair is over.
+    }
+}
+
+void receiver_client::on_receiver_close(proton::receiver& r) {
+    if (!closing() && !run_.failed())
+        run_.fail("receiver link from '" + r.source().address() + "' closed by the peer");
+}
+
+void receiver_client::on_receiver_detach(proton::receiver& r) {
+    if (!closing() && !run_.failed())
+        run_.fail("receiver link from '" + r.source().address() + "' detached by the peer");
+}
+
+} // namespace wharf::bench

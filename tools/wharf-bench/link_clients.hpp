@@ -1,0 +1,164 @@
+#pragma once
+// The Proton handlers of one benchmark connection's links:
+//   guarded_handler  - base of every handler here: reports each error Proton
+//                      raises to run_control instead of letting the default throw.
+//   sender_client    - one sending link: pre-built message, bounded in-flight.
+//   receiver_client  - one receiving link: credit granted in batches.
+// connection_client (connection_client.hpp) owns them. All their Proton
+// callbacks run on the owning connection's thread; the monitor thread only
+// reads `counters()` and `finished()`.
+
+#include "tools/wharf-bench/histogram.hpp"
+#include "tools/wharf-bench/run_control.hpp"
+
+#include <proton/binary.hpp>
+#include <proton/message.hpp>
+#include <proton/message_id.hpp>
+#include <proton/messaging_handler.hpp>
+#include <proton/receiver.hpp>
+#include <proton/sender.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace wharf::bench {
+
+class connection_client;
+
+// What a link has done so far. One writer (the connection's thread), any
+// number of readers; relaxed atomics, so a store costs a plain move.
+struct link_counters {
+    std::atomic<std::uint64_t> sent{0};
+    std::atomic<std::uint64_t> settled{0};   // sends the peer settled (or pre-settled ones)
+    std::atomic<std::uint64_t> accepted{0};
+    std::atomic<std::uint64_t> rejected{0};
+    std::atomic<std::uint64_t> released{0};  // released or modified
+    std::atomic<std::uint64_t> received{0};
+    std::atomic<std::uint64_t> last_progress_ns{0};
+
+    static void bump(std::atomic<std::uint64_t>& c) {
+        c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    }
+};
+
+class guarded_handler : public proton::messaging_handler {
+public:
+    explicit guarded_handler(run_control& run) : run_(run) {}
+
+protected:
+    // True once our side started closing: errors and peer closes after that
+    // are part of the shutdown, not a failure.
+    virtual bool closing() const = 0;
+    void report(const std::string& where, const proton::error_condition& e);
+
+    void on_error(const proton::error_condition& e) override;
+    void on_transport_error(proton::transport& t) override;
+    void on_connection_error(proton::connection& c) override;
+    void on_session_error(proton::session& s) override;
+    void on_sender_error(proton::sender& s) override;
+    void on_receiver_error(proton::receiver& r) override;
+
+    run_control& run_;
+};
+
+class sender_client : public guarded_handler {
+public:
+    // quota: messages this link sends (UINT64_MAX: until told to stop).
+    sender_client(run_control& run, connection_client& owner, int link_index, std::uint64_t quota);
+
+    void open(proton::connection& c);
+    // Latency mode: our previous message has arrived; send the next one.
+    void request_send();
+    // Re-checks whether this link is done (after the stop flag was set).
+    void poke() { pump(); }
+    // Detaches the link (closing); on the connection's thread.
+    void close();
+
+    connection_client& owner() const { return owner_; }
+    const link_counters& counters() const { return counters_; }
+    bool finished() const { return finished_.load(std::memory_order_acquire); }
+    // Send mode at-least-once: send-to-accept latency. Read after the run.
+    const latency_histogram& histogram() const { return histogram_; }
+
+private:
+    bool closing() const override;
+    void on_sendable(proton::sender& s) override;
+    void on_tracker_accept(proton::tracker& t) override;
+    void on_tracker_reject(proton::tracker& t) override;
+    void on_tracker_release(proton::tracker& t) override;
+    void on_tracker_settle(proton::tracker& t) override;
+    void on_sender_close(proton::sender& s) override;
+    void on_sender_detach(proton::sender& s) override;
+
+    void pump();
+    void send_one();
+    void record_accept_latency(const proton::tracker& t);
+
+    connection_client& owner_;
+    const int link_index_;
+    const std::uint64_t quota_;
+    const bool pre_settled_;
+    const bool stamp_body_;      // pair/latency: body starts with the send time
+    const bool one_at_a_time_;   // latency mode
+    const bool time_accepts_;    // send mode, at-least-once
+    const std::uint64_t in_flight_;
+    proton::sender sender_;
+    proton::message message_;
+    proton::binary body_;
+    proton::binary tag_;
+    std::uint64_t sent_ = 0;
+    std::uint64_t settled_ = 0;
+    bool send_wanted_ = true;    // latency mode: the previous message has arrived
+    // Send time by delivery sequence, slot = seq & mask; the seq is stored too
+    // so a slot reused before its accept came back is not misread.
+    std::vector<std::uint64_t> send_times_;
+    std::vector<std::uint64_t> send_seqs_;
+    std::uint64_t ring_mask_ = 0;
+    link_counters counters_;
+    std::atomic<bool> finished_{false};
+    latency_histogram histogram_;
+};
+
+class receiver_client : public guarded_handler {
+public:
+    // senders: every sender of the run by link index, for latency mode routing
+    // (a message's id is the index of the sender that sent it).
+    receiver_client(run_control& run, connection_client& owner, int link_index,
+                    const std::vector<sender_client*>& senders);
+
+    void open(proton::connection& c);
+    // Detaches the link (closing), so the broker releases what it prefetched.
+    void close();
+
+    const link_counters& counters() const { return counters_; }
+    bool attached() const { return attached_ns_.load(std::memory_order_acquire) != 0; }
+    // When the peer attached the link (0: not yet).
+    std::uint64_t attached_ns() const { return attached_ns_.load(std::memory_order_acquire); }
+    // Pair/latency mode: end-to-end latency. Read after the run.
+    const latency_histogram& histogram() const { return histogram_; }
+
+private:
+    bool closing() const override;
+    void on_receiver_open(proton::receiver& r) override;
+    void on_message(proton::delivery& d, proton::message& m) override;
+    void on_receiver_close(proton::receiver& r) override;
+    void on_receiver_detach(proton::receiver& r) override;
+
+    void grant(std::uint32_t wanted);
+    void route_receipt(const proton::message& m);
+
+    connection_client& owner_;
+    const int link_index_;
+    const std::vector<sender_client*>& senders_;
+    const bool read_stamp_;
+    const std::uint32_t window_;
+    proton::receiver receiver_;
+    std::uint32_t used_since_grant_ = 0;
+    link_counters counters_;
+    std::atomic<std::uint64_t> attached_ns_{0};
+    latency_histogram histogram_;
+};
+
+} // namespace wharf::bench

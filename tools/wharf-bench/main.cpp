@@ -1,0 +1,99 @@
+// wharf-bench: AMQP 1.0 load generator on Proton C++. See README.md.
+//
+// Threads: the container runs on --threads threads (each connection's events
+// on one of them at a time); the main thread runs bench_monitor and, at the
+// end, renders the summary.
+
+#include "tools/wharf-bench/connection_client.hpp"
+#include "tools/wharf-bench/monitor.hpp"
+#include "tools/wharf-bench/options.hpp"
+#include "tools/wharf-bench/run_control.hpp"
+#include "tools/wharf-bench/stats.hpp"
+
+#include <proton/container.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <exception>
+#include <iostream>
+#include <thread>
+
+using namespace wharf::bench;
+
+namespace {
+
+constexpr auto close_grace = std::chrono::seconds(3);
+
+void wait_for(const std::atomic<bool>& flag, std::chrono::steady_clock::duration limit) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    while (!flag.load(std::memory_order_acquire) && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+}
+
+latency_histogram merged_latency(bench_clients& clients, bool from_senders) {
+    latency_histogram h;
+    for (auto& conn : clients.connections()) {
+        if (from_senders)
+            for (auto& s : conn->senders()) h.merge(s->histogram());
+        else
+            for (auto& r : conn->receivers()) h.merge(r->histogram());
+    }
+    return h;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    const parse_result parsed = parse_options(argc, argv);
+    if (!parsed.options) return parsed.exit_code;
+    const bench_options& options = *parsed.options;
+
+    run_control run(options);
+    bench_clients clients(run);
+    proton::container container(clients, options.container_id_prefix);
+
+    const cpu_times cpu_start = cpu_times::now();
+    const std::uint64_t start = now_ns();
+    std::atomic<bool> container_done{false};
+    std::thread runner([&] {
+        try {
+            container.run(options.threads);
+        } catch (const std::exception& e) {
+            run.fail(std::string("container: ") + e.what());
+        }
+        container_done.store(true, std::memory_order_release);
+    });
+
+    bench_monitor monitor(run, clients, start);
+    monitor.watch(container_done);
+    if (container_done.load() && !run.failed()) run.fail("the container stopped before the run was over");
+    const std::uint64_t stopped_at = now_ns();
+    const cpu_times cpu_end = cpu_times::now();
+
+    run.set_stop_sending();
+    if (clients.request_close_all() > 0) wait_for(container_done, close_grace);
+    if (!container_done.load()) container.stop();  // a connection that never opened, or a peer that does not answer
+    runner.join();
+
+    run_summary summary;
+    summary.options = &options;
+    summary.totals = monitor.totals();
+    const std::uint64_t last = monitor.last_progress_ns();
+    const std::uint64_t end = (!run.failed() && last > start) ? last : stopped_at;
+    summary.elapsed_s = static_cast<double>(end - start) / 1e9;
+    summary.wall_s = static_cast<double>(stopped_at - start) / 1e9;
+    summary.cpu = {cpu_end.user - cpu_start.user, cpu_end.sys - cpu_start.sys};
+    summary.error = run.error();
+    if (options.end_to_end()) {
+        summary.latency = merged_latency(clients, false);
+        summary.latency_kind = "end-to-end";
+    } else if (options.mode == bench_mode::send && !options.at_most_once) {
+        summary.latency = merged_latency(clients, true);
+        summary.latency_kind = "accept";
+    }
+
+    if (!summary.error.empty()) std::cerr << "wharf-bench: " << summary.error << "\n";
+    if (options.json) print_json(std::cout, summary);
+    else print_text(std::cout, summary);
+    return summary.error.empty() ? 0 : 1;
+}

@@ -1,0 +1,123 @@
+#include "tools/wharf-bench/monitor.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+namespace wharf::bench {
+
+namespace {
+
+constexpr std::uint64_t ns_per_s = 1'000'000'000;
+
+std::uint64_t to_ns(double seconds) { return static_cast<std::uint64_t>(seconds * 1e9); }
+
+std::uint64_t progress_sum(const run_totals& t) { return t.sent + t.settled + t.received; }
+
+void add(run_totals& t, const link_counters& c) {
+    t.sent += c.sent.load(std::memory_order_relaxed);
+    t.settled += c.settled.load(std::memory_order_relaxed);
+    t.accepted += c.accepted.load(std::memory_order_relaxed);
+    t.rejected += c.rejected.load(std::memory_order_relaxed);
+    t.released += c.released.load(std::memory_order_relaxed);
+    t.received += c.received.load(std::memory_order_relaxed);
+}
+
+} // namespace
+
+bench_monitor::bench_monitor(run_control& run, bench_clients& clients, std::uint64_t start_ns)
+    : run_(run), clients_(clients), options_(run.options()), start_ns_(start_ns), last_line_ns_(start_ns) {}
+
+bench_monitor::snapshot bench_monitor::take() const {
+    snapshot s;
+    for (auto& conn : clients_.connections()) {
+        for (auto& snd : conn->senders()) {
+            add(s.totals, snd->counters());
+            s.last_progress_ns = std::max(s.last_progress_ns, snd->counters().last_progress_ns.load(std::memory_order_relaxed));
+            s.senders_finished = s.senders_finished && snd->finished();
+        }
+        for (auto& rcv : conn->receivers()) {
+            add(s.totals, rcv->counters());
+            s.last_progress_ns = std::max(s.last_progress_ns, rcv->counters().last_progress_ns.load(std::memory_order_relaxed));
+            s.receivers_attached = s.receivers_attached && rcv->attached();
+            s.last_attach_ns = std::max(s.last_attach_ns, rcv->attached_ns());
+        }
+    }
+    return s;
+}
+
+run_totals bench_monitor::totals() const { return take().totals; }
+
+std::uint64_t bench_monitor::last_progress_ns() const { return take().last_progress_ns; }
+
+bool bench_monitor::over(const snapshot& s, std::uint64_t now) const {
+    const auto& t = s.totals;
+    // Nothing has happened for --drain-idle (counting from the last attach when
+    // no message came yet).
+    const std::uint64_t last_event = std::max(s.last_progress_ns, s.last_attach_ns);
+    const bool quiet_long = last_event != 0 && now - last_event >= to_ns(options_.drain_idle);
+    switch (options_.mode) {
+    case bench_mode::send:
+        return s.senders_finished;
+    case bench_mode::receive:
+        if (options_.count) return t.received >= *options_.count;
+        if (options_.duration) return run_.stop_sending();
+        return s.receivers_attached && quiet_long;  // drained what was there
+    case bench_mode::pair:
+    case bench_mode::latency:
+    {
+        // Every accepted message must arrive (a rejected or released one never
+        // will). At-most-once may lose messages: stop once nothing arrives any more.
+        const std::uint64_t expected = options_.at_most_once ? t.sent : t.accepted;
+        return s.senders_finished && (t.received >= expected || (options_.at_most_once && quiet_long));
+    }
+    }
+    return false;
+}
+
+void bench_monitor::progress_line(const snapshot& s, std::uint64_t now) {
+    if (now - last_line_ns_ < ns_per_s) return;
+    const double dt = static_cast<double>(now - last_line_ns_) / 1e9;
+    const auto second = (now - start_ns_) / ns_per_s;
+    const auto& t = s.totals;
+    if (!options_.quiet && second >= 2) {
+        std::fprintf(stderr, "wharf-bench [%3llus] sent %llu (%.0f msgs/s), received %llu (%.0f msgs/s)\n",
+                     static_cast<unsigned long long>(second), static_cast<unsigned long long>(t.sent),
+                     static_cast<double>(t.sent - last_line_totals_.sent) / dt,
+                     static_cast<unsigned long long>(t.received),
+                     static_cast<double>(t.received - last_line_totals_.received) / dt);
+    }
+    last_line_ns_ = now;
+    last_line_totals_ = t;
+}
+
+void bench_monitor::watch(const std::atomic<bool>& container_done) {
+    std::uint64_t last_sum = 0;
+    std::uint64_t last_change = start_ns_;
+    while (!run_.failed() && !container_done.load(std::memory_order_acquire)) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        const std::uint64_t now = now_ns();
+        if (options_.duration && !run_.stop_sending() && now - start_ns_ >= to_ns(*options_.duration)) {
+            run_.set_stop_sending();
+            clients_.poke_all_senders();  // idle senders must notice they are done
+        }
+        const snapshot s = take();
+        if (over(s, now)) return;
+        progress_line(s, now);
+        if (const auto sum = progress_sum(s.totals); sum != last_sum) {
+            last_sum = sum;
+            last_change = now;
+        } else if (now - last_change >= to_ns(options_.timeout)) {
+            char text[160];
+            std::snprintf(text, sizeof text, "timeout: no progress for %.1f s (sent %llu, settled %llu, received %llu)",
+                          options_.timeout, static_cast<unsigned long long>(s.totals.sent),
+                          static_cast<unsigned long long>(s.totals.settled),
+                          static_cast<unsigned long long>(s.totals.received));
+            run_.fail(text);
+            return;
+        }
+    }
+}
+
+} // namespace wharf::bench
