@@ -1,0 +1,90 @@
+// Consumers: deliveries only within credit, FIFO, drain, competing consumers.
+
+#include "broker/server/tests/component_test.hpp"
+
+namespace wharf::server::test {
+namespace {
+
+class consumers : public component_test {};
+
+TEST_F(consumers, no_more_deliveries_than_credit_then_the_rest_in_order) {
+    start_broker();
+    auto c = connect();
+    send_texts(*c, "credit3", 10);
+    test_receiver r = c->open_receiver("credit3", receiver_credit(0));
+    ASSERT_TRUE(r.wait_open()) << r.wait_error();
+    r.add_credit(3);
+    EXPECT_EQ(bodies(r.wait_messages(3)), expected_texts(0, 3));
+    sync_with_broker(*c); // anything sent beyond the credit has arrived by now
+    EXPECT_EQ(r.message_count(), 3u) << "more deliveries than the 3 credits granted";
+    EXPECT_EQ(r.credit(), 0);
+    r.add_credit(7);
+    EXPECT_EQ(bodies(r.wait_messages(10)), expected_texts(0, 10));
+    r.settle_all(settle_as::accept);
+}
+
+TEST_F(consumers, drain_uses_up_credit_and_finishes_with_zero) {
+    start_broker();
+    auto c = connect();
+    send_texts(*c, "drainq", 3);
+    test_receiver r = c->open_receiver("drainq", receiver_credit(0));
+    ASSERT_TRUE(r.wait_open()) << r.wait_error();
+    r.add_credit(10);
+    EXPECT_EQ(bodies(r.wait_messages(3)), expected_texts(0, 3));
+    r.drain();
+    auto left = r.wait_drain_finished();
+    ASSERT_TRUE(left.has_value()) << "no drain-finish within the deadline";
+    EXPECT_EQ(*left, 0);
+    EXPECT_EQ(r.credit(), 0);
+    EXPECT_EQ(r.message_count(), 3u);
+}
+
+TEST_F(consumers, drain_on_an_empty_queue_returns_all_credit) {
+    start_broker();
+    auto c = connect();
+    test_receiver r = c->open_receiver("drain-empty", receiver_credit(0));
+    ASSERT_TRUE(r.wait_open()) << r.wait_error();
+    r.add_credit(5);
+    r.drain();
+    auto left = r.wait_drain_finished();
+    ASSERT_TRUE(left.has_value()) << "no drain-finish within the deadline";
+    EXPECT_EQ(*left, 0);
+    // After the drain, new credit works again.
+    r.add_credit(1);
+    send_texts(*c, "drain-empty", 1);
+    EXPECT_EQ(bodies(r.wait_messages(1)), expected_texts(0, 1));
+}
+
+TEST_F(consumers, competing_consumers_share_messages_evenly) {
+    start_broker();
+    auto ca = connect();
+    auto cb = connect();
+    proton::receiver_options auto_accept;
+    auto_accept.credit_window(10).auto_accept(true);
+    test_receiver a = ca->open_receiver("shared", auto_accept);
+    test_receiver b = cb->open_receiver("shared", auto_accept);
+    ASSERT_TRUE(a.wait_open()) << a.wait_error();
+    ASSERT_TRUE(b.wait_open()) << b.wait_error();
+    auto p = connect();
+    send_texts(*p, "shared", 100);
+    ASSERT_TRUE(eventually([&] { return a.message_count() + b.message_count() >= 100; }))
+        << "a got " << a.message_count() << ", b got " << b.message_count();
+    auto got_a = bodies(a.messages());
+    auto got_b = bodies(b.messages());
+    EXPECT_GE(got_a.size(), 30u) << "a got " << got_a.size() << ", b got " << got_b.size();
+    EXPECT_GE(got_b.size(), 30u) << "a got " << got_a.size() << ", b got " << got_b.size();
+    EXPECT_EQ(got_a.size() + got_b.size(), 100u);
+    // Each consumer sees its share in queue order; together exactly once each.
+    std::vector<std::string> all = got_a;
+    all.insert(all.end(), got_b.begin(), got_b.end());
+    std::sort(all.begin(), all.end());
+    auto want = expected_texts(0, 100);
+    std::sort(want.begin(), want.end());
+    EXPECT_EQ(all, want);
+    auto index = [](const std::string& s) { return std::stoi(s.substr(1)); };
+    for (size_t i = 1; i < got_a.size(); ++i) EXPECT_LT(index(got_a[i - 1]), index(got_a[i]));
+    for (size_t i = 1; i < got_b.size(); ++i) EXPECT_LT(index(got_b[i - 1]), index(got_b[i]));
+}
+
+} // namespace
+} // namespace wharf::server::test

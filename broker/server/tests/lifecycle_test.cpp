@@ -1,0 +1,60 @@
+// The process: ready line, SIGTERM shutdown, bad configuration.
+
+#include "broker/server/tests/component_test.hpp"
+
+#include <regex>
+
+namespace wharf::server::test {
+namespace {
+
+class lifecycle : public component_test {};
+
+TEST_F(lifecycle, prints_exactly_one_listening_line) {
+    auto& b = start_broker({.node_id = "node-7"});
+    EXPECT_TRUE(std::regex_match(b.ready_line(),
+                                 std::regex("wharfd node-7 listening on 127\\.0\\.0\\.1:[0-9]+")))
+        << b.ready_line();
+    EXPECT_NE(b.port(), 0);
+}
+
+TEST_F(lifecycle, sigterm_closes_connections_with_forced_and_exits_0) {
+    auto& b = start_broker();
+    auto c = connect();
+    test_receiver r = c->open_receiver("shutdown", receiver_credit(10));
+    ASSERT_TRUE(r.wait_open());
+    EXPECT_EQ(b.stop(), std::optional<int>(0));
+    auto err = c->wait_error();
+    ASSERT_TRUE(err.has_value()) << "the client saw no error when the broker stopped";
+    EXPECT_EQ(err->name, "amqp:connection:forced") << *err;
+}
+
+TEST_F(lifecycle, sigterm_with_no_connections_exits_0) {
+    auto& b = start_broker();
+    EXPECT_EQ(b.stop(), std::optional<int>(0));
+}
+
+TEST_F(lifecycle, unknown_config_key_exits_2_and_names_the_key) {
+    wharfd_process p({.config_toml = "node-id = \"x\"\nno-such-key = 1\n",
+                      .on_stop = exit_check::ignore});
+    EXPECT_FALSE(p.listening());
+    EXPECT_EQ(p.wait_exit(std::chrono::seconds(10)), std::optional<int>(2));
+    EXPECT_NE(p.stderr_text().find("no-such-key"), std::string::npos) << p.stderr_text();
+}
+
+TEST_F(lifecycle, unknown_queue_key_exits_2_and_names_the_key) {
+    wharfd_process p({.config_toml = "[[queue]]\nname = \"q\"\nmax-depth-mesages = 5\n",
+                      .on_stop = exit_check::ignore});
+    EXPECT_FALSE(p.listening());
+    EXPECT_EQ(p.wait_exit(std::chrono::seconds(10)), std::optional<int>(2));
+    EXPECT_NE(p.stderr_text().find("max-depth-mesages"), std::string::npos) << p.stderr_text();
+}
+
+TEST_F(lifecycle, bad_flag_value_exits_2_and_names_the_flag) {
+    wharfd_process p({.args = {"--max-connections", "lots"}, .on_stop = exit_check::ignore});
+    EXPECT_FALSE(p.listening());
+    EXPECT_EQ(p.wait_exit(std::chrono::seconds(10)), std::optional<int>(2));
+    EXPECT_NE(p.stderr_text().find("max-connections"), std::string::npos) << p.stderr_text();
+}
+
+} // namespace
+} // namespace wharf::server::test

@@ -1,0 +1,215 @@
+// Limits: max-message-size, queue depth (reject and block), max-connections,
+// idle time-out.
+
+#include "broker/server/tests/component_test.hpp"
+
+#include <proton/source.hpp>
+#include <proton/source_options.hpp>
+
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+
+namespace wharf::server::test {
+namespace {
+
+class limits : public component_test {};
+
+proton::message sized_message(size_t body_bytes, const std::string& fill = "x") {
+    proton::message m;
+    m.body(proton::binary(std::string(body_bytes, fill[0])));
+    m.inferred(true);
+    return m;
+}
+
+TEST_F(limits, oversize_message_is_rejected_and_the_connection_stays_up) {
+    start_broker({.args = {"--max-message-size", "1024"}});
+    auto c = connect();
+    test_sender s = c->open_sender("size-limited");
+    ASSERT_TRUE(s.wait_open()) << s.wait_error();
+    EXPECT_EQ(s.remote_max_message_size(), 1024u) << "max-message-size not advertised on attach";
+    s.send(sized_message(2000));
+    auto big = s.wait_outcome(0);
+    EXPECT_EQ(big.kind, outcome_kind::rejected);
+    ASSERT_TRUE(big.condition.has_value());
+    EXPECT_EQ(big.condition->name, "amqp:link:message-size-exceeded") << big.condition;
+    s.send(sized_message(100));
+    EXPECT_EQ(s.wait_outcome(1).kind, outcome_kind::accepted) << "link unusable after rejection";
+    EXPECT_FALSE(c->error().has_value()) << c->error();
+    EXPECT_FALSE(c->is_closed());
+}
+
+TEST_F(limits, oversize_multi_frame_message_is_rejected_and_the_link_keeps_working) {
+    start_broker({.args = {"--max-message-size", "100000"}});
+    auto c = connect();
+    test_sender s = c->open_sender("size-limited-mf");
+    ASSERT_TRUE(s.wait_open()) << s.wait_error();
+    s.send(sized_message(300000)); // several 64 KiB frames
+    auto big = s.wait_outcome(0);
+    EXPECT_EQ(big.kind, outcome_kind::rejected);
+    ASSERT_TRUE(big.condition.has_value());
+    EXPECT_EQ(big.condition->name, "amqp:link:message-size-exceeded") << big.condition;
+    s.send(sized_message(90000, "y")); // multi-frame, within the limit
+    EXPECT_EQ(s.wait_outcome(1).kind, outcome_kind::accepted);
+    test_receiver r = c->open_receiver("size-limited-mf", receiver_credit(10));
+    auto got = r.wait_messages(1);
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(proton::get<proton::binary>(got[0].msg.body()).size(), 90000u);
+}
+
+TEST_F(limits, full_queue_with_reject_policy_rejects_with_resource_limit_exceeded) {
+    start_broker({.config_toml = "[[queue]]\nname = \"small\"\nmax-depth-messages = 3\n"
+                                 "overflow-policy = \"reject\"\n"});
+    auto c = connect();
+    test_sender s = c->open_sender("small");
+    ASSERT_TRUE(s.wait_open()) << s.wait_error();
+    for (int i = 0; i < 4; ++i) s.send(text_message("m" + std::to_string(i)));
+    auto outs = s.wait_outcomes(4);
+    ASSERT_EQ(outs.size(), 4u);
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(outs[static_cast<size_t>(i)].kind, outcome_kind::accepted);
+    EXPECT_EQ(outs[3].kind, outcome_kind::rejected);
+    ASSERT_TRUE(outs[3].condition.has_value());
+    EXPECT_EQ(outs[3].condition->name, "amqp:resource-limit-exceeded") << outs[3].condition;
+    // Room again after a consumer takes one.
+    test_receiver r = c->open_receiver("small", receiver_credit(0));
+    r.add_credit(1);
+    ASSERT_EQ(r.wait_messages(1).size(), 1u);
+    r.settle(0, settle_as::accept);
+    sync_with_broker(*c);
+    s.send(text_message("after-room"));
+    auto out = s.wait_outcome(4);
+    EXPECT_EQ(out.kind, outcome_kind::accepted) << out.condition;
+}
+
+TEST_F(limits, byte_depth_with_reject_policy) {
+    start_broker({.config_toml = "[[queue]]\nname = \"small-bytes\"\nmax-depth-bytes = 1000\n"
+                                 "overflow-policy = \"reject\"\n"});
+    auto c = connect();
+    test_sender s = c->open_sender("small-bytes");
+    ASSERT_TRUE(s.wait_open()) << s.wait_error();
+    for (int i = 0; i < 3; ++i) s.send(sized_message(400));
+    auto outs = s.wait_outcomes(3);
+    ASSERT_EQ(outs.size(), 3u);
+    EXPECT_EQ(outs[0].kind, outcome_kind::accepted);
+    EXPECT_EQ(outs[1].kind, outcome_kind::accepted);
+    EXPECT_EQ(outs[2].kind, outcome_kind::rejected) << "1200+ bytes queued with max-depth-bytes 1000";
+    ASSERT_TRUE(outs[2].condition.has_value());
+    EXPECT_EQ(outs[2].condition->name, "amqp:resource-limit-exceeded") << outs[2].condition;
+}
+
+TEST_F(limits, full_queue_with_block_policy_stops_producer_credit_until_drained) {
+    start_broker({.config_toml = "credit-window = 10\n"
+                                 "[[queue]]\nname = \"blocking\"\nmax-depth-messages = 5\n"
+                                 "overflow-policy = \"block\"\n"});
+    auto c = connect();
+    test_sender s = c->open_sender("blocking");
+    ASSERT_TRUE(s.wait_open()) << s.wait_error();
+    ASSERT_TRUE(s.wait_credit_at_least(10)) << "credit " << s.credit();
+    constexpr int total = 60;
+    for (int i = 0; i < total; ++i) s.send(text_message("m" + std::to_string(i)));
+    // The producer stalls: no credit, not everything sent.
+    ASSERT_TRUE(eventually([&] { return s.credit() == 0 && s.sent_count() < total; }))
+        << "the producer was never blocked; sent " << s.sent_count();
+    const size_t stalled_at = s.sent_count();
+    EXPECT_LT(stalled_at, static_cast<size_t>(total)) << "the producer was never blocked";
+    // Still stalled after a round trip with the broker on this connection.
+    test_sender probe = c->open_sender("blocking-probe");
+    ASSERT_TRUE(probe.wait_open());
+    EXPECT_EQ(s.credit(), 0) << "credit granted while the queue is full";
+    EXPECT_EQ(s.sent_count(), stalled_at);
+
+    // The queue holds no more than its depth.
+    auto b = connect();
+    proton::source_options so;
+    so.distribution_mode(proton::source::COPY);
+    proton::receiver_options bo = receiver_credit(100);
+    bo.source(so);
+    test_receiver browser = b->open_receiver("blocking", bo);
+    ASSERT_TRUE(browser.wait_open());
+    browser.wait_messages(5);
+    test_sender probe2 = b->open_sender("blocking-probe");
+    ASSERT_TRUE(probe2.wait_open());
+    EXPECT_LE(browser.message_count(), 5u) << "queue holds more than max-depth-messages";
+    browser.close();
+
+    // A consumer drains the queue; the producer resumes and everything arrives in order.
+    proton::receiver_options auto_accept;
+    auto_accept.credit_window(10).auto_accept(true);
+    test_receiver r = b->open_receiver("blocking", auto_accept);
+    auto got = r.wait_messages(total);
+    EXPECT_EQ(bodies(got), expected_texts(0, total));
+    auto outs = s.wait_outcomes(total);
+    ASSERT_EQ(outs.size(), static_cast<size_t>(total));
+    for (size_t i = 0; i < outs.size(); ++i)
+        EXPECT_EQ(outs[i].kind, outcome_kind::accepted) << "message " << i;
+}
+
+TEST_F(limits, third_connection_over_max_connections_2_is_refused) {
+    start_broker({.args = {"--max-connections", "2"}});
+    auto c1 = connect();
+    auto c2 = connect();
+    auto c3 = connect_unchecked();
+    auto err = c3->wait_error();
+    ASSERT_TRUE(err.has_value()) << "third connection was not refused";
+    EXPECT_EQ(err->name, "amqp:resource-limit-exceeded") << *err;
+    // The first two still work.
+    send_texts(*c1, "conn-limit", 1);
+    test_receiver r = c2->open_receiver("conn-limit", receiver_credit(10));
+    EXPECT_EQ(r.wait_messages(1).size(), 1u);
+}
+
+TEST_F(limits, client_with_heartbeats_outlives_the_idle_timeout) {
+    start_broker({.args = {"--idle-timeout", "0.5"}});
+    auto c = connect({.idle_timeout = std::chrono::milliseconds(500)});
+    test_receiver r = c->open_receiver("idle", receiver_credit(10));
+    ASSERT_TRUE(r.wait_open());
+    // Nothing but heartbeats for three idle periods: the connection must stay.
+    EXPECT_FALSE(c->wait_closed(std::chrono::milliseconds(1600))) << "dropped: " << c->error();
+    EXPECT_FALSE(c->error().has_value()) << c->error();
+    send_texts(*c, "idle", 1);
+    EXPECT_EQ(r.wait_messages(1).size(), 1u);
+}
+
+// A raw TCP client that sends the AMQP header and an open frame, then stays
+// silent: the broker must drop it after its idle time-out.
+TEST_F(limits, silent_client_is_dropped_after_the_idle_timeout) {
+    start_broker({.args = {"--idle-timeout", "0.5"}});
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ASSERT_GE(fd, 0);
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons(broker().port());
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+    // AMQP 1.0 header, then open(container-id "s") on channel 0.
+    const unsigned char hello[] = {'A', 'M', 'Q', 'P', 0, 1, 0, 0,
+                                   0, 0, 0, 17, 2, 0, 0, 0,
+                                   0x00, 0x53, 0x10, 0xc0, 0x04, 0x01, 0xa1, 0x01, 's'};
+    ASSERT_EQ(write(fd, hello, sizeof hello), static_cast<ssize_t>(sizeof hello));
+    const auto started = std::chrono::steady_clock::now();
+    const auto deadline = started + std::chrono::seconds(10);
+    bool eof = false;
+    std::string received;
+    while (!eof && std::chrono::steady_clock::now() < deadline) {
+        pollfd p{fd, POLLIN, 0};
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            deadline - std::chrono::steady_clock::now());
+        if (poll(&p, 1, static_cast<int>(std::max<int64_t>(0, left.count()))) <= 0) break;
+        char buf[4096];
+        const ssize_t n = read(fd, buf, sizeof buf);
+        if (n <= 0) eof = true;
+        else received.append(buf, static_cast<size_t>(n));
+    }
+    close(fd);
+    EXPECT_TRUE(eof) << "a silent connection was not closed within 10 s of idle-timeout 0.5 s";
+    EXPECT_GE(std::chrono::steady_clock::now() - started, std::chrono::milliseconds(400))
+        << "dropped before the idle time-out";
+    EXPECT_NE(received.find("amqp:resource-limit-exceeded"), std::string::npos)
+        << "the close frame did not say why";
+}
+
+} // namespace
+} // namespace wharf::server::test
