@@ -2,7 +2,7 @@
 
 #include "broker/server/tests/component_test.hpp"
 
-#include <regex>
+#include <string>
 
 namespace wharf::server::test {
 namespace {
@@ -11,9 +11,8 @@ class lifecycle : public component_test {};
 
 TEST_F(lifecycle, prints_exactly_one_listening_line) {
     auto& b = start_broker({.node_id = "node-7"});
-    EXPECT_TRUE(std::regex_match(b.ready_line(),
-                                 std::regex("wharfd node-7 listening on 127\\.0\\.0\\.1:[0-9]+")))
-        << b.ready_line();
+    // (No std::regex: g++ 12 warns inside <regex> under the sanitizer build.)
+    EXPECT_EQ(b.ready_line(), "wharfd node-7 listening on 127.0.0.1:" + std::to_string(b.port()));
     EXPECT_NE(b.port(), 0);
 }
 

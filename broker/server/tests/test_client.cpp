@@ -412,7 +412,7 @@ test_sender test_client::open_sender(const std::string& address, proton::sender_
         id = handler_->next_link++;
         link(id).is_sender = true;
     }
-    call([&] {
+    call([this, address, opts, id] {
         proton::sender s = handler_->conn.open_sender(address, opts);
         std::lock_guard lock(mu_);
         link(id).sender = s;
@@ -434,7 +434,7 @@ test_receiver test_client::open_receiver(const std::string& address, proton::rec
         std::lock_guard lock(mu_);
         id = handler_->next_link++;
     }
-    call([&] {
+    call([this, address, opts, id] {
         proton::receiver r = handler_->conn.open_receiver(address, opts);
         std::lock_guard lock(mu_);
         link(id).receiver = r;
@@ -466,13 +466,14 @@ bool test_sender::wait_closed() {
     return c_->wait_until([&] { return c_->link(id_).closed; });
 }
 int test_sender::credit() {
-    int credit = -1;
-    c_->call([&] {
-        std::lock_guard lock(c_->mu_);
-        auto& l = c_->link(id_);
-        if (l.sender) credit = l.sender.credit();
+    auto credit = std::make_shared<int>(-1);
+    c_->call([c = c_, id = id_, credit] {
+        std::lock_guard lock(c->mu_);
+        auto& l = c->link(id);
+        if (l.sender) *credit = l.sender.credit();
     });
-    return credit;
+    std::lock_guard lock(c_->mu_);
+    return *credit;
 }
 bool test_sender::wait_credit_at_least(int n) {
     // Credit changes arrive as on_sendable, which notifies: check it then.
@@ -501,9 +502,9 @@ size_t test_sender::send(const proton::message& m) {
         index = l.queued++;
         l.pending.push_back(m);
     }
-    c_->call([&] {
-        std::lock_guard lock(c_->mu_);
-        c_->handler_->pump(c_->link(id_));
+    c_->call([c = c_, id = id_] {
+        std::lock_guard lock(c->mu_);
+        c->handler_->pump(c->link(id));
     });
     return index;
 }
@@ -537,7 +538,7 @@ std::vector<outcome> test_sender::wait_outcomes(size_t count) {
     return out;
 }
 void test_sender::close() {
-    c_->call([&] {
+    c_->call([=, c_ = c_, id_ = id_] {
         std::lock_guard lock(c_->mu_);
         auto& l = c_->link(id_);
         if (l.sender && !l.closed) l.sender.close();
@@ -571,23 +572,24 @@ std::string test_receiver::remote_source_address() {
     return c_->link(id_).remote_address;
 }
 int test_receiver::credit() {
-    int credit = -1;
-    c_->call([&] {
-        std::lock_guard lock(c_->mu_);
-        auto& l = c_->link(id_);
-        if (l.receiver) credit = l.receiver.credit();
+    auto credit = std::make_shared<int>(-1);
+    c_->call([c = c_, id = id_, credit] {
+        std::lock_guard lock(c->mu_);
+        auto& l = c->link(id);
+        if (l.receiver) *credit = l.receiver.credit();
     });
-    return credit;
+    std::lock_guard lock(c_->mu_);
+    return *credit;
 }
 void test_receiver::add_credit(int n) {
-    c_->call([&] {
+    c_->call([=, c_ = c_, id_ = id_] {
         std::lock_guard lock(c_->mu_);
         auto& l = c_->link(id_);
         if (l.receiver && !l.closed) l.receiver.add_credit(static_cast<uint32_t>(n));
     });
 }
 void test_receiver::drain() {
-    c_->call([&] {
+    c_->call([=, c_ = c_, id_ = id_] {
         std::lock_guard lock(c_->mu_);
         auto& l = c_->link(id_);
         if (!l.receiver || l.closed) return;
@@ -623,7 +625,7 @@ size_t test_receiver::message_count() {
     return c_->link(id_).messages.size();
 }
 void test_receiver::settle(size_t index, settle_as how) {
-    c_->call([&] {
+    c_->call([=, c_ = c_, id_ = id_] {
         std::lock_guard lock(c_->mu_);
         auto& l = c_->link(id_);
         if (index >= l.deliveries.size() || l.settled[index]) return;
@@ -650,7 +652,7 @@ void test_receiver::settle_all(settle_as how) {
     for (size_t i = 0; i < n; ++i) settle(i, how);
 }
 void test_receiver::close() {
-    c_->call([&] {
+    c_->call([=, c_ = c_, id_ = id_] {
         std::lock_guard lock(c_->mu_);
         auto& l = c_->link(id_);
         if (l.receiver && !l.closed) l.receiver.close();
