@@ -91,8 +91,10 @@ struct cmd_detach {
 struct cmd_tick {};
 
 // Runs `fn` on the engine's strand (management and tests; not the message path).
+// (Held by pointer: GCC 12 warns falsely about a std::function moved inside
+// a variant.)
 struct cmd_run {
-    std::function<void()> fn;
+    std::shared_ptr<std::function<void()>> fn;
 };
 
 using command = std::variant<cmd_attach_consumer, cmd_attach_producer, cmd_credit, cmd_publish,

@@ -1,5 +1,6 @@
 #include "broker/engine/queue_engine.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <future>
 
@@ -62,14 +63,14 @@ void queue_engine::post(std::vector<command>&& batch) {
 std::vector<queue_stats> queue_engine::stats() {
     auto done = std::make_shared<std::promise<std::vector<queue_stats>>>();
     auto fut = done->get_future();
-    post(cmd_run{[this, done] {
+    post(cmd_run{std::make_shared<std::function<void()>>([this, done] {
         std::vector<queue_stats> out;
         out.reserve(queues_.size());
         for (const auto& [name, q] : queues_)
             out.push_back({name, q->depth(), q->depth_bytes(), q->consumer_count(), q->dynamic(),
                            q->counters()});
         done->set_value(std::move(out));
-    }});
+    })});
     return fut.get();
 }
 
@@ -77,24 +78,26 @@ void queue_engine::run(command& c) {
     std::visit([this](auto& cmd) { handle(cmd); }, c);
 }
 
-void queue_engine::handle(cmd_run& c) { c.fn(); }
+void queue_engine::handle(cmd_run& c) {
+    if (c.fn) (*c.fn)();
+}
 
 void queue_engine::finish_run() {
     const int64_t t = now();
     // Dispatching can dead-letter into queues not yet touched: loop by index.
     for (size_t i = 0; i < touched_.size(); ++i) {
         queue* q = touched_[i];
-        q->dispatch(t, *this);
-        auto& blocked = q->blocked_producers();
-        if (!blocked.empty() && !q->full(0)) {
-            for (link_id id : blocked) {
+        // Room first (messages waiting under the block policy join the
+        // queue), then hand out what the queue has.
+        if (!q->blocked_producers().empty() && !q->full(0)) {
+            std::vector<link_id> waiting;
+            waiting.swap(q->blocked_producers());
+            for (link_id id : waiting) {
                 auto it = producers_.find(id);
-                if (it == producers_.end() || !it->second.blocked) continue;
-                it->second.blocked = false;
-                stage(it->second.out.get(), ev_flow_control{id, false});
+                if (it != producers_.end()) drain_backlog(it->second);
             }
-            blocked.clear();
         }
+        q->dispatch(t, *this);
     }
     for (queue* q : touched_) q->clear_touched();
     touched_.clear();
@@ -174,6 +177,7 @@ void queue_engine::dead_letter(queue& from, queue_entry&& e) {
     auto it = queues_.find(target);
     queue* dlq = it != queues_.end() ? it->second.get() : create_queue(target, false);
     e.excluded.reset();
+    e.expiry_ms = 0; // it has expired already, or must not expire from the DLQ unseen
     ++from.counters_for_update().dead_lettered;
     dlq->enqueue(std::move(e));
     touch(dlq);
@@ -231,11 +235,8 @@ void queue_engine::handle(cmd_attach_producer& c) {
             return;
         }
         p.q = r.value();
-        if (p.q->policy().overflow == config::overflow_policy::block && p.q->full(0)) {
-            p.blocked = true;
-            p.q->blocked_producers().push_back(c.link);
-            stage(p.out.get(), ev_flow_control{c.link, true});
-        }
+        if (p.q->policy().overflow == config::overflow_policy::block && p.q->full(0))
+            set_blocked(p, p.q);
     }
     stage(p.out.get(), ev_attached{c.link, std::nullopt, p.q ? p.q->name() : std::string()});
     producers_.emplace(c.link, std::move(p));
@@ -253,63 +254,84 @@ void queue_engine::handle(cmd_publish& c) {
     auto it = producers_.find(c.link);
     if (it == producers_.end()) return; // the link is gone; nobody waits for outcomes
     producer& p = it->second;
-    ev_published result{c.link, static_cast<uint32_t>(c.messages.size()), {}};
+    for (auto& m : c.messages) p.backlog.push_back(std::move(m));
+    drain_backlog(p);
+}
+
+// Publishes the producer's messages in order until one finds its queue full
+// (block policy); answers for those done, and tells the connection whether
+// to keep granting credit.
+void queue_engine::drain_backlog(producer& p) {
+    ev_published result{p.id, 0, {}};
     const int64_t t = now();
-    for (uint32_t i = 0; i < c.messages.size(); ++i) {
-        incoming_message& m = c.messages[i];
-        queue* q = p.q;
-        if (q == nullptr) {
-            if (!p.out) {
-                result.failures.push_back({i, {errc::not_found, "the link's queue was deleted"}});
-                continue;
-            }
-            if (m.to.empty()) {
-                result.failures.push_back(
-                    {i, {errc::invalid_field,
-                         "message has no 'to' address: a sender with a null target (anonymous "
-                         "relay) must set properties.to"}});
-                continue;
-            }
-            auto r = resolve(m.to, opts_.auto_create_queues);
-            if (!r) {
-                result.failures.push_back({i, r.error()});
-                continue;
-            }
-            q = r.value();
+    queue* full_queue = nullptr;
+    while (!p.backlog.empty()) {
+        publish_step step = publish_one(p, p.backlog.front(), t);
+        if (step.kind == publish_step::full) {
+            full_queue = step.full_queue;
+            break;
         }
-        if (m.expiry_ms != 0 && m.expiry_ms <= t) {
-            // Already expired on arrival: accepted, then expired at once.
-            ++q->counters_for_update().expired;
-            continue;
-        }
-        if (q->full(m.body.size())) {
-            if (q->policy().overflow == config::overflow_policy::reject) {
-                ++q->counters_for_update().rejected_full;
-                result.failures.push_back(
-                    {i, {errc::resource_limit_exceeded,
-                         "queue '" + q->name() + "' is full (" + std::to_string(q->depth()) +
-                             " messages, " + std::to_string(q->depth_bytes()) +
-                             " bytes; max-depth-messages " +
-                             std::to_string(q->policy().max_depth_messages) +
-                             ", max-depth-bytes " + std::to_string(q->policy().max_depth_bytes) +
-                             ")"}});
-                continue;
-            }
-            if (!p.blocked) {
-                p.blocked = true;
-                q->blocked_producers().push_back(p.id);
-                stage(p.out.get(), ev_flow_control{p.id, true});
-            }
-        }
-        queue_entry e;
-        e.body = std::move(m.body);
-        e.expiry_ms = m.expiry_ms;
-        e.delivery_count = m.delivery_count;
-        q->enqueue(std::move(e));
-        store_.on_enqueue(q->name(), q->last_entry());
-        touch(q);
+        if (step.kind == publish_step::failed) result.failures.push_back({result.count, std::move(step.err)});
+        ++result.count;
+        p.backlog.pop_front();
     }
-    stage(p.out.get(), std::move(result));
+    if (result.count > 0) stage(p.out.get(), std::move(result));
+    set_blocked(p, full_queue);
+}
+
+void queue_engine::set_blocked(producer& p, queue* full_queue) {
+    if (full_queue != nullptr) {
+        auto& waiting = full_queue->blocked_producers();
+        if (std::find(waiting.begin(), waiting.end(), p.id) == waiting.end()) waiting.push_back(p.id);
+    }
+    const bool blocked = full_queue != nullptr;
+    if (blocked == p.blocked) return;
+    p.blocked = blocked;
+    stage(p.out.get(), ev_flow_control{p.id, blocked});
+}
+
+queue_engine::publish_step queue_engine::publish_one(producer& p, incoming_message& m, int64_t t) {
+    queue* q = p.q;
+    if (q == nullptr) {
+        if (!p.out) return {publish_step::failed, nullptr, {errc::not_found, "the link's queue was deleted"}};
+        if (m.to.empty())
+            return {publish_step::failed, nullptr,
+                    {errc::invalid_field, "message has no 'to' address: a sender with a null target "
+                                          "(anonymous relay) must set properties.to"}};
+        auto r = resolve(m.to, opts_.auto_create_queues);
+        if (!r) return {publish_step::failed, nullptr, r.error()};
+        q = r.value();
+    }
+    const uint64_t max_bytes = q->policy().max_depth_bytes;
+    if (max_bytes != 0 && m.body.size() > max_bytes)
+        return {publish_step::failed, nullptr,
+                {errc::resource_limit_exceeded,
+                 "message of " + std::to_string(m.body.size()) + " bytes can never fit queue '" +
+                     q->name() + "' (max-depth-bytes " + std::to_string(max_bytes) + ")"}};
+    if (q->full(m.body.size())) {
+        if (q->policy().overflow == config::overflow_policy::block) return {publish_step::full, q, {}};
+        ++q->counters_for_update().rejected_full;
+        return {publish_step::failed, nullptr,
+                {errc::resource_limit_exceeded,
+                 "queue '" + q->name() + "' is full (" + std::to_string(q->depth()) + " messages, " +
+                     std::to_string(q->depth_bytes()) + " bytes; max-depth-messages " +
+                     std::to_string(q->policy().max_depth_messages) + ", max-depth-bytes " +
+                     std::to_string(q->policy().max_depth_bytes) + ")"}};
+    }
+    queue_entry e;
+    e.body = std::move(m.body);
+    e.expiry_ms = m.expiry_ms;
+    e.delivery_count = m.delivery_count;
+    if (e.expiry_ms != 0 && e.expiry_ms <= t) {
+        // Expired on arrival: accepted, then expired at once, by the queue's policy.
+        ++q->counters_for_update().expired;
+        expired(*q, std::move(e));
+        return {publish_step::done, nullptr, {}};
+    }
+    q->enqueue(std::move(e));
+    store_.on_enqueue(q->name(), q->last_entry());
+    touch(q);
+    return {publish_step::done, nullptr, {}};
 }
 
 void queue_engine::handle(cmd_settle& c) {

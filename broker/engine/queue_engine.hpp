@@ -14,6 +14,7 @@
 
 #include <functional>
 #include <memory>
+#include <deque>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -62,7 +63,18 @@ class queue_engine final : private dispatch_sink {
         link_id id = 0;
         queue* q = nullptr;       // nullptr: anonymous relay
         std::shared_ptr<outbox> out;
-        bool blocked = false;
+        bool blocked = false;     // told to stop granting credit
+        // Block policy: messages that arrived while their queue was full,
+        // in arrival order. They are neither queued nor settled until there
+        // is room (at most the credit window per producer).
+        std::deque<incoming_message> backlog;
+    };
+
+    // What became of one message a producer sent.
+    struct publish_step {
+        enum { done, failed, full } kind;
+        queue* full_queue = nullptr;
+        error err{errc::internal_error, {}};
     };
 
     void run(command& c);
@@ -75,6 +87,9 @@ class queue_engine final : private dispatch_sink {
     void handle(cmd_tick& c);
     void handle(cmd_run& c);
     void finish_run();
+    void drain_backlog(producer& p);
+    publish_step publish_one(producer& p, incoming_message& m, int64_t now_ms);
+    void set_blocked(producer& p, queue* full_queue);
 
     result<queue*, error> resolve(const std::string& address, bool create);
     queue* create_queue(const std::string& name, bool dynamic);

@@ -327,26 +327,70 @@ TEST(queue_engine, byte_limit_counts_bytes) {
     EXPECT_EQ(r[0].failures[0].index, 2u);
 }
 
-TEST(queue_engine, block_policy_stops_and_resumes_producer_credit) {
+TEST(queue_engine, block_policy_holds_messages_until_there_is_room) {
     config::queue_policy pol;
     pol.max_depth_messages = 2;
     engine_fixture f({.defaults = pol});
     auto p = f.producer("q");
     f.out->clear();
     f.publish(p, {"a", "b"});
+    EXPECT_TRUE(f.out->take<ev_flow_control>().empty()) << "not full until a message would go over";
+    EXPECT_EQ(f.out->take<ev_published>().at(0).count, 2u);
+
+    f.publish(p, {"c", "d"});
     auto fc = f.out->take<ev_flow_control>();
-    EXPECT_TRUE(fc.empty()) << "not full until a message would go over";
-    f.publish(p, {"c"});
-    fc = f.out->take<ev_flow_control>();
     ASSERT_EQ(fc.size(), 1u);
     EXPECT_TRUE(fc[0].blocked);
-    EXPECT_TRUE(f.out->take<ev_published>().back().failures.empty()) << "block never rejects";
+    EXPECT_TRUE(f.out->take<ev_published>().empty()) << "c and d wait, unsettled, for room";
+    EXPECT_EQ(f.stats("q").depth, 2u) << "the queue never holds more than its limit";
 
-    auto c = f.consumer("q", 3);
-    for (auto& d : f.deliveries()) f.settle(c, d.seq, outcome_kind::accepted);
+    auto c = f.consumer("q", 1);
+    auto d = f.deliveries();
+    ASSERT_EQ(f.bodies(d), (strings{"a"}));
+    f.settle(c, d[0].seq, outcome_kind::accepted);
+    auto pub = f.out->take<ev_published>();
+    ASSERT_EQ(pub.size(), 1u);
+    EXPECT_EQ(pub[0].count, 1u) << "room for one: c is queued and accepted, d still waits";
+    EXPECT_TRUE(pub[0].failures.empty());
+    EXPECT_TRUE(f.out->take<ev_flow_control>().empty()) << "still blocked";
+    EXPECT_EQ(f.stats("q").depth, 2u);
+
+    f.engine->post(cmd_credit{c, 10, false});
+    for (auto& x : f.deliveries()) f.settle(c, x.seq, outcome_kind::accepted);
     fc = f.out->take<ev_flow_control>();
-    ASSERT_EQ(fc.size(), 1u);
-    EXPECT_FALSE(fc[0].blocked);
+    ASSERT_FALSE(fc.empty());
+    EXPECT_FALSE(fc.back().blocked);
+    f.engine->post(cmd_credit{c, 20, false});
+    auto rest = f.deliveries();
+    EXPECT_EQ(f.bodies(rest), (strings{"d"})) << "order kept across the wait";
+}
+
+TEST(queue_engine, block_policy_rejects_a_message_that_can_never_fit) {
+    config::queue_policy pol;
+    pol.max_depth_bytes = 4;
+    engine_fixture f({.defaults = pol});
+    auto p = f.producer("q");
+    f.publish(p, {"123456"});
+    auto r = f.out->take<ev_published>();
+    ASSERT_EQ(r.size(), 1u);
+    ASSERT_EQ(r[0].failures.size(), 1u);
+    EXPECT_EQ(r[0].failures[0].err.code, errc::resource_limit_exceeded);
+}
+
+TEST(queue_engine, dead_lettered_expired_message_does_not_expire_again) {
+    config::queue_policy pol;
+    pol.expiry = config::expiry_policy::dead_letter;
+    engine_fixture f({.defaults = pol});
+    auto p = f.producer("q");
+    cmd_publish c{p, {}};
+    c.messages.push_back(engine_fixture::msg("ttl", {}, f.now_ms + 10));
+    c.messages.push_back(engine_fixture::msg("gone-on-arrival", {}, f.now_ms - 10));
+    f.engine->post(std::move(c));
+    f.now_ms += 20;
+    f.consumer("q", 10);
+    EXPECT_TRUE(f.deliveries().empty());
+    f.consumer("DLQ", 10);
+    EXPECT_EQ(f.bodies(f.deliveries()), (strings{"gone-on-arrival", "ttl"}));
 }
 
 TEST(queue_engine, unsent_delivery_goes_back_without_ping_pong) {
