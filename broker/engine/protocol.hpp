@@ -52,6 +52,7 @@ struct incoming_message {
     uint32_t delivery_count = 0;  // from the header
     std::string to;               // anonymous relay only
     bool settled = false;         // pre-settled by the producer: no outcome wanted
+    bool durable = false;         // header.durable
 };
 
 struct cmd_publish {
@@ -90,6 +91,13 @@ struct cmd_detach {
 // Periodic housekeeping: expiry.
 struct cmd_tick {};
 
+// The store made everything up to `epoch` stable (or failed to).
+struct cmd_synced {
+    uint64_t epoch;
+    bool ok;
+    std::string reason;
+};
+
 // Runs `fn` on the engine's strand (management and tests; not the message path).
 // (Held by pointer: GCC 12 warns falsely about a std::function moved inside
 // a variant.)
@@ -98,7 +106,7 @@ struct cmd_run {
 };
 
 using command = std::variant<cmd_attach_consumer, cmd_attach_producer, cmd_credit, cmd_publish,
-                             cmd_settle, cmd_detach, cmd_tick, cmd_run>;
+                             cmd_settle, cmd_detach, cmd_tick, cmd_synced, cmd_run>;
 
 // ---- events: engine → connection ---------------------------------------
 

@@ -25,6 +25,14 @@ void queue::enqueue(queue_entry&& e) {
     available_.push_back(std::move(e));
 }
 
+void queue::load(queue_entry&& e) {
+    if (e.seq >= next_seq_) next_seq_ = e.seq + 1;
+    ++depth_;
+    depth_bytes_ += e.body.size();
+    ++counters_.enqueued;
+    restore(std::move(e)); // counts it as expiring, if it is
+}
+
 void queue::restore(queue_entry&& e) {
     if (e.expiry_ms != 0) ++expiring_;
     if (available_.empty() || available_.back().seq < e.seq) {

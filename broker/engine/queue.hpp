@@ -27,6 +27,8 @@ struct queue_entry {
     int64_t expiry_ms = 0;        // absolute; 0 = never
     uint32_t delivery_count = 0;
     bool redelivered = false;     // acquired before: first-acquirer is false now
+    bool durable = false;         // the header says durable
+    bool persistent = false;      // durable message on a durable queue: in the store
     std::unique_ptr<std::vector<link_id>> excluded; // undeliverable-here links
 
     bool expired(int64_t now_ms) const { return expiry_ms != 0 && now_ms >= expiry_ms; }
@@ -88,6 +90,9 @@ class queue {
 
     // Appends a new message; assigns its sequence number.
     void enqueue(queue_entry&& e);
+    // Appends a message recovered from the store with its own sequence
+    // number (callers load in sequence order).
+    void load(queue_entry&& e);
     // Puts a message that left the queue back at its place (by seq).
     void restore(queue_entry&& e);
     // A message acquired from this queue is gone for good (accepted,

@@ -24,9 +24,22 @@ queue_engine::queue_engine(engine_options opts, message_store& store)
         auto q = std::make_unique<queue>(d.name, d.policy, false);
         queues_.emplace(d.name, std::move(q));
     }
+    store_.set_synced_callback([this](uint64_t epoch, bool ok, const std::string& reason) {
+        post(cmd_synced{epoch, ok, reason});
+    });
 }
 
-queue_engine::~queue_engine() = default;
+queue_engine::~queue_engine() { store_.set_synced_callback(nullptr); }
+
+void queue_engine::load(const std::string& name, std::vector<queue_entry>&& entries) {
+    auto it = queues_.find(name);
+    queue* q = it != queues_.end() ? it->second.get() : create_queue(name, false);
+    for (auto& e : entries) q->load(std::move(e));
+}
+
+void queue_engine::forget_stored(queue& q, const queue_entry& e) {
+    if (e.persistent) store_.on_remove(q.name(), e.seq);
+}
 
 // ---- the strand ----------------------------------------------------------
 
@@ -103,6 +116,18 @@ void queue_engine::finish_run() {
     touched_.clear();
     for (queue* q : doomed_) delete_queue(q);
     doomed_.clear();
+    const uint64_t epoch = store_.commit();
+    for (auto& w : this_run_) {
+        if (epoch == 0) {
+            auto it = producers_.find(w.ev.link);
+            if (it != producers_.end() && it->second.unsynced > 0) --it->second.unsynced;
+            stage(w.out.get(), std::move(w.ev));
+        } else {
+            w.epoch = epoch;
+            waiting_.push_back(std::move(w));
+        }
+    }
+    this_run_.clear();
     for (outbox* o : dirty_) {
         o->dirty_ = false;
         o->deliver(std::move(o->staged_));
@@ -150,7 +175,7 @@ result<queue*, error> queue_engine::resolve(const std::string& address, bool cre
 
 void queue_engine::delete_queue(queue* q) {
     dynamic_owner_.erase(q);
-    for (auto& e : q->take_all()) store_.on_remove(q->name(), e.seq);
+    for (auto& e : q->take_all()) forget_stored(*q, e);
     error gone{errc::not_found, "queue '" + q->name() + "' was deleted"};
     for (auto it = consumers_.begin(); it != consumers_.end();) {
         if (it->second->q != q) {
@@ -172,14 +197,16 @@ void queue_engine::delete_queue(queue* q) {
 
 void queue_engine::dead_letter(queue& from, queue_entry&& e) {
     const std::string& target = from.policy().dead_letter_queue;
-    store_.on_remove(from.name(), e.seq);
+    forget_stored(from, e);
     if (target.empty() || target == from.name()) return; // dropped by policy
     auto it = queues_.find(target);
     queue* dlq = it != queues_.end() ? it->second.get() : create_queue(target, false);
     e.excluded.reset();
     e.expiry_ms = 0; // it has expired already, or must not expire from the DLQ unseen
     ++from.counters_for_update().dead_lettered;
+    e.persistent = e.durable && dlq->policy().durable && store_.writable();
     dlq->enqueue(std::move(e));
+    if (dlq->last_entry().persistent) store_.on_enqueue(dlq->name(), dlq->last_entry());
     touch(dlq);
 }
 
@@ -192,6 +219,7 @@ void queue_engine::return_entry(queue& q, queue_entry&& e) {
         dead_letter(q, std::move(e));
         return;
     }
+    if (e.persistent) store_.on_update(q.name(), e);
     q.restore(std::move(e));
     touch(&q);
 }
@@ -265,8 +293,10 @@ void queue_engine::drain_backlog(producer& p) {
     ev_published result{p.id, 0, {}};
     const int64_t t = now();
     queue* full_queue = nullptr;
+    bool stored = false;
     while (!p.backlog.empty()) {
         publish_step step = publish_one(p, p.backlog.front(), t);
+        stored |= step.stored;
         if (step.kind == publish_step::full) {
             full_queue = step.full_queue;
             break;
@@ -275,8 +305,45 @@ void queue_engine::drain_backlog(producer& p) {
         ++result.count;
         p.backlog.pop_front();
     }
-    if (result.count > 0) stage(p.out.get(), std::move(result));
+    if (result.count > 0) answer(p, std::move(result), stored);
     set_blocked(p, full_queue);
+}
+
+// "accepted" means stored: an answer covering a persistent message waits for
+// the store's sync, and so does every later answer to the same producer.
+void queue_engine::answer(producer& p, ev_published&& ev, bool wait_for_store) {
+    if (!wait_for_store && p.unsynced == 0) {
+        stage(p.out.get(), std::move(ev));
+        return;
+    }
+    ++p.unsynced;
+    this_run_.push_back({0, p.out, std::move(ev)});
+}
+
+void queue_engine::handle(cmd_synced& c) {
+    while (!waiting_.empty() && waiting_.front().epoch <= c.epoch) {
+        waiting_publish w = std::move(waiting_.front());
+        waiting_.pop_front();
+        if (!c.ok) {
+            // Nothing in this answer is known to be on disk: refuse what was
+            // not refused already. (The messages stay queued: the producer
+            // may send them again, and a consumer may see them twice.)
+            std::vector<publish_failure> all;
+            size_t next = 0;
+            for (uint32_t i = 0; i < w.ev.count; ++i) {
+                if (next < w.ev.failures.size() && w.ev.failures[next].index == i) {
+                    all.push_back(std::move(w.ev.failures[next++]));
+                } else {
+                    all.push_back({i, {errc::resource_limit_exceeded,
+                                       "the node could not store the message: " + c.reason}});
+                }
+            }
+            w.ev.failures = std::move(all);
+        }
+        auto it = producers_.find(w.ev.link);
+        if (it != producers_.end() && it->second.unsynced > 0) --it->second.unsynced;
+        stage(w.out.get(), std::move(w.ev));
+    }
 }
 
 void queue_engine::set_blocked(producer& p, queue* full_queue) {
@@ -322,6 +389,12 @@ queue_engine::publish_step queue_engine::publish_one(producer& p, incoming_messa
     e.body = std::move(m.body);
     e.expiry_ms = m.expiry_ms;
     e.delivery_count = m.delivery_count;
+    e.durable = m.durable;
+    e.persistent = m.durable && q->policy().durable;
+    if (e.persistent && !store_.writable())
+        return {publish_step::failed, nullptr,
+                {errc::resource_limit_exceeded,
+                 "the node cannot store durable messages now: " + store_.failure()}};
     if (e.expiry_ms != 0 && e.expiry_ms <= t) {
         // Expired on arrival: accepted, then expired at once, by the queue's policy.
         ++q->counters_for_update().expired;
@@ -329,9 +402,10 @@ queue_engine::publish_step queue_engine::publish_one(producer& p, incoming_messa
         return {publish_step::done, nullptr, {}};
     }
     q->enqueue(std::move(e));
-    store_.on_enqueue(q->name(), q->last_entry());
+    const bool stored = q->last_entry().persistent;
+    if (stored) store_.on_enqueue(q->name(), q->last_entry());
     touch(q);
-    return {publish_step::done, nullptr, {}};
+    return {publish_step::done, nullptr, {}, stored};
 }
 
 void queue_engine::handle(cmd_settle& c) {
@@ -348,7 +422,7 @@ void queue_engine::handle(cmd_settle& c) {
         case outcome_kind::accepted:
             q.forget(e);
             ++q.counters_for_update().acknowledged;
-            store_.on_remove(q.name(), e.seq);
+            forget_stored(q, e);
             touch(&q); // room for blocked producers
             break;
         case outcome_kind::rejected:
@@ -415,7 +489,7 @@ void queue_engine::handle(cmd_tick&) {
 // ---- dispatch_sink -------------------------------------------------------
 
 void queue_engine::deliver(consumer& c, const queue_entry& e, bool settle_on_send) {
-    if (settle_on_send && !c.browse) store_.on_remove(c.q->name(), e.seq);
+    if (settle_on_send && !c.browse) forget_stored(*c.q, e);
     stage(c.out, ev_deliver{c.id, e.seq, e.body, e.delivery_count, e.redelivered, settle_on_send});
 }
 
@@ -425,7 +499,7 @@ void queue_engine::expired(queue& q, queue_entry&& e) {
     if (q.policy().expiry == config::expiry_policy::dead_letter) {
         dead_letter(q, std::move(e));
     } else {
-        store_.on_remove(q.name(), e.seq);
+        forget_stored(q, e);
     }
 }
 

@@ -55,6 +55,10 @@ class queue_engine final : private dispatch_sink {
     // Thread-safe: runs on the strand (waits for it). Not for the message path.
     std::vector<queue_stats> stats();
 
+    // Before serving: puts messages recovered from the store back into their
+    // queue (created with its declared or default policy), in seq order.
+    void load(const std::string& queue, std::vector<queue_entry>&& entries);
+
     // Prefix of the generated names of dynamic (temporary) queues.
     static constexpr std::string_view dynamic_prefix = "$dynamic.";
 
@@ -68,6 +72,14 @@ class queue_engine final : private dispatch_sink {
         // in arrival order. They are neither queued nor settled until there
         // is room (at most the credit window per producer).
         std::deque<incoming_message> backlog;
+        uint64_t unsynced = 0;    // answers waiting for the store (keep order)
+    };
+
+    // A producer's answer that must wait until the store has synced.
+    struct waiting_publish {
+        uint64_t epoch;
+        std::shared_ptr<outbox> out;
+        ev_published ev;
     };
 
     // What became of one message a producer sent.
@@ -75,6 +87,7 @@ class queue_engine final : private dispatch_sink {
         enum { done, failed, full } kind;
         queue* full_queue = nullptr;
         error err{errc::internal_error, {}};
+        bool stored = false;      // a persistent message was recorded
     };
 
     void run(command& c);
@@ -88,6 +101,9 @@ class queue_engine final : private dispatch_sink {
     void handle(cmd_run& c);
     void finish_run();
     void drain_backlog(producer& p);
+    void answer(producer& p, ev_published&& ev, bool wait_for_store);
+    void handle(cmd_synced& c);
+    void forget_stored(queue& q, const queue_entry& e);
     publish_step publish_one(producer& p, incoming_message& m, int64_t now_ms);
     void set_blocked(producer& p, queue* full_queue);
 
@@ -114,6 +130,8 @@ class queue_engine final : private dispatch_sink {
     std::vector<queue*> touched_;
     std::vector<queue*> doomed_;
     std::vector<outbox*> dirty_;
+    std::vector<waiting_publish> this_run_;   // epoch assigned at commit
+    std::deque<waiting_publish> waiting_;     // in epoch order
     uint64_t dynamic_counter_ = 0;
 
     // The strand.

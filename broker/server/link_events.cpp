@@ -208,6 +208,7 @@ void amqp_connection::on_incoming(link_ctx& lc, pn_delivery_t* d) {
     m.body = std::move(body);
     m.delivery_count = info->header.delivery_count;
     m.settled = presettled;
+    m.durable = info->header.durable;
     if (info->header.ttl_ms) m.expiry_ms = wall_clock_ms() + *info->header.ttl_ms;
     if (info->absolute_expiry_ms && *info->absolute_expiry_ms > 0 &&
         (m.expiry_ms == 0 || *info->absolute_expiry_ms < m.expiry_ms))
