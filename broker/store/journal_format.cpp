@@ -1,0 +1,128 @@
+#include "broker/store/journal_format.hpp"
+
+#include <zlib.h>
+
+#include <cstdio>
+#include <cstring>
+
+namespace wharf::store {
+
+namespace {
+template <class T> void put(std::string& out, T v) {
+    char b[sizeof(T)];
+    std::memcpy(b, &v, sizeof(T));
+    out.append(b, sizeof(T));
+}
+template <class T> bool get(std::string_view d, size_t& p, T& v) {
+    if (d.size() - p < sizeof(T)) return false;
+    std::memcpy(&v, d.data() + p, sizeof(T));
+    p += sizeof(T);
+    return true;
+}
+
+// Reserves the header, returns its offset; finish() fills it in.
+size_t begin(std::string& out, record_type t) {
+    const size_t at = out.size();
+    out.append(record_header_size, '\0');
+    out.push_back(static_cast<char>(t));
+    return at;
+}
+void finish(std::string& out, size_t at) {
+    const auto len = static_cast<uint32_t>(out.size() - at - record_header_size);
+    const auto* p = reinterpret_cast<const Bytef*>(out.data() + at + record_header_size);
+    const auto crc = static_cast<uint32_t>(crc32(0L, p, len));
+    std::memcpy(out.data() + at, &len, 4);
+    std::memcpy(out.data() + at + 4, &crc, 4);
+}
+void put_key(std::string& out, std::string_view queue, uint64_t seq) {
+    put<uint16_t>(out, static_cast<uint16_t>(queue.size()));
+    out.append(queue);
+    put<uint64_t>(out, seq);
+}
+} // namespace
+
+void append_enqueue(std::string& out, std::string_view queue, uint64_t seq, uint32_t delivery_count,
+                    uint8_t flags, int64_t expiry_ms, std::string_view body) {
+    const size_t at = begin(out, record_type::enqueue);
+    put_key(out, queue, seq);
+    put<uint32_t>(out, delivery_count);
+    put<uint8_t>(out, flags);
+    put<int64_t>(out, expiry_ms);
+    out.append(body);
+    finish(out, at);
+}
+
+void append_update(std::string& out, std::string_view queue, uint64_t seq, uint32_t delivery_count,
+                   uint8_t flags) {
+    const size_t at = begin(out, record_type::update);
+    put_key(out, queue, seq);
+    put<uint32_t>(out, delivery_count);
+    put<uint8_t>(out, flags);
+    finish(out, at);
+}
+
+void append_remove(std::string& out, std::string_view queue, uint64_t seq) {
+    const size_t at = begin(out, record_type::remove);
+    put_key(out, queue, seq);
+    finish(out, at);
+}
+
+void append_noop(std::string& out) { finish(out, begin(out, record_type::noop)); }
+
+read_status read_record(std::string_view data, size_t& pos, record& out) {
+    if (pos >= data.size()) return read_status::end;
+    size_t p = pos;
+    uint32_t len = 0, crc = 0;
+    if (!get(data, p, len) || !get(data, p, crc)) return read_status::torn;
+    if (len == 0) return read_status::corrupt;
+    if (data.size() - p < len) return read_status::torn;
+    const std::string_view payload = data.substr(p, len);
+    const auto* bytes = reinterpret_cast<const Bytef*>(payload.data());
+    if (static_cast<uint32_t>(crc32(0L, bytes, len)) != crc) return read_status::corrupt;
+
+    size_t q = 0;
+    uint8_t type = 0;
+    get(payload, q, type);
+    out = record{};
+    out.type = static_cast<record_type>(type);
+    if (out.type == record_type::noop) {
+        pos = p + len;
+        return read_status::ok;
+    }
+    if (type < 1 || type > 3) return read_status::corrupt;
+    uint16_t qlen = 0;
+    if (!get(payload, q, qlen) || payload.size() - q < qlen) return read_status::corrupt;
+    out.queue = payload.substr(q, qlen);
+    q += qlen;
+    if (!get(payload, q, out.seq)) return read_status::corrupt;
+    if (out.type == record_type::enqueue || out.type == record_type::update) {
+        if (!get(payload, q, out.delivery_count) || !get(payload, q, out.flags))
+            return read_status::corrupt;
+    }
+    if (out.type == record_type::enqueue) {
+        if (!get(payload, q, out.expiry_ms)) return read_status::corrupt;
+        out.body = payload.substr(q);
+    }
+    pos = p + len;
+    return read_status::ok;
+}
+
+std::string segment_name(uint32_t number) {
+    char b[32];
+    std::snprintf(b, sizeof b, "journal-%08u.log", number);
+    return b;
+}
+
+uint32_t segment_number(std::string_view name) {
+    constexpr std::string_view prefix = "journal-", suffix = ".log";
+    if (name.size() != prefix.size() + 8 + suffix.size()) return 0;
+    if (name.substr(0, prefix.size()) != prefix || name.substr(prefix.size() + 8) != suffix) return 0;
+    uint32_t n = 0;
+    for (char c : name.substr(prefix.size(), 8)) {
+        if (c < '0' || c > '9') return 0;
+        n = n * 10 + static_cast<uint32_t>(c - '0');
+    }
+    return n;
+}
+
+} // namespace wharf::store

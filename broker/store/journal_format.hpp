@@ -1,0 +1,64 @@
+#pragma once
+// The journal's on-disk format. A data directory holds `wharf.meta` (format
+// version and node id) and numbered segment files `journal-NNNNNNNN.log`,
+// each starting with an 8-byte magic and then records:
+//
+//   u32 length (of type + payload) | u32 crc32 (of type + payload) | u8 type | payload
+//
+// Payloads (integers little-endian, as on the hosts we build for):
+//   enqueue: u16 queue-len, queue, u64 seq, u32 delivery-count, u8 flags,
+//            i64 expiry-ms, message bytes (the rest)
+//   update:  u16 queue-len, queue, u64 seq, u32 delivery-count, u8 flags
+//   remove:  u16 queue-len, queue, u64 seq
+//   noop:    nothing (a probe written to learn whether the disk works again)
+//
+// Pure functions; any thread.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace wharf::store {
+
+inline constexpr std::string_view segment_magic{"WHARFJ01", 8};
+inline constexpr uint32_t format_version = 1;
+inline constexpr size_t record_header_size = 8;
+
+enum class record_type : uint8_t { enqueue = 1, update = 2, remove = 3, noop = 4 };
+
+// flags
+inline constexpr uint8_t flag_redelivered = 1;
+inline constexpr uint8_t flag_durable = 2;
+
+struct record {
+    record_type type{};
+    std::string_view queue;
+    uint64_t seq = 0;
+    uint32_t delivery_count = 0;
+    uint8_t flags = 0;
+    int64_t expiry_ms = 0;
+    std::string_view body; // enqueue only; points into the read buffer
+};
+
+void append_enqueue(std::string& out, std::string_view queue, uint64_t seq, uint32_t delivery_count,
+                    uint8_t flags, int64_t expiry_ms, std::string_view body);
+void append_update(std::string& out, std::string_view queue, uint64_t seq, uint32_t delivery_count,
+                   uint8_t flags);
+void append_remove(std::string& out, std::string_view queue, uint64_t seq);
+void append_noop(std::string& out);
+
+enum class read_status {
+    ok,
+    end,      // no more bytes
+    torn,     // the bytes end inside a record (a write cut short)
+    corrupt,  // a complete record whose checksum or contents are wrong
+};
+
+// Reads the record at `pos` and advances `pos` past it on ok.
+read_status read_record(std::string_view data, size_t& pos, record& out);
+
+std::string segment_name(uint32_t number);
+// The number in a segment file name, or 0 when `name` is not one.
+uint32_t segment_number(std::string_view name);
+
+} // namespace wharf::store

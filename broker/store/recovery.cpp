@@ -1,0 +1,180 @@
+// journal_store::open: claim the directory, read every segment, rebuild the
+// live messages, cut a torn tail, and start the writer on a fresh segment.
+
+#include "broker/store/data_dir.hpp"
+#include "broker/store/journal_format.hpp"
+#include "broker/store/journal_store.hpp"
+
+#include <algorithm>
+#include <utility>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace wharf::store {
+
+namespace {
+
+bool read_file(const std::string& path, std::string& out, std::string& err) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        err = "cannot open " + path + ": " + std::strerror(errno);
+        return false;
+    }
+    struct stat st {};
+    ::fstat(fd, &st);
+    out.resize(static_cast<size_t>(st.st_size));
+    size_t done = 0;
+    while (done < out.size()) {
+        ssize_t n = ::read(fd, out.data() + done, out.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        done += static_cast<size_t>(n);
+    }
+    out.resize(done);
+    ::close(fd);
+    return true;
+}
+
+struct recovered_entry {
+    uint32_t segment;
+    uint32_t bytes;
+    engine::queue_entry e;
+};
+
+} // namespace
+
+result<std::unique_ptr<journal_store>, std::string> journal_store::open(const journal_options& opts,
+                                                                        recovery_report& report) {
+    const auto started = std::chrono::steady_clock::now();
+    auto claimed = claim_data_dir(opts.dir, opts.node_id);
+    if (!claimed) return fail(claimed.error());
+    // Until the store owns it, release the lock on every early return.
+    struct lock_guard_fd {
+        int fd;
+        ~lock_guard_fd() { if (fd >= 0) ::close(fd); }
+    } lock{claimed.value()};
+
+    std::vector<uint32_t> numbers;
+    if (DIR* d = ::opendir(opts.dir.c_str())) {
+        while (dirent* ent = ::readdir(d))
+            if (uint32_t n = segment_number(ent->d_name)) numbers.push_back(n);
+        ::closedir(d);
+    }
+    std::sort(numbers.begin(), numbers.end());
+
+    std::unordered_map<std::string, std::unordered_map<uint64_t, recovered_entry>> live;
+    std::map<uint32_t, uint64_t> sizes;
+    std::string data, err;
+    for (size_t i = 0; i < numbers.size(); ++i) {
+        const uint32_t seg = numbers[i];
+        const bool last = i + 1 == numbers.size();
+        const std::string path = opts.dir + "/" + segment_name(seg);
+        if (!read_file(path, data, err)) return fail("data-dir '" + opts.dir + "': " + err);
+        report.bytes += data.size();
+        if (data.size() < segment_magic.size() || data.compare(0, segment_magic.size(), segment_magic) != 0) {
+            if (data.empty() || (last && segment_magic.substr(0, data.size()) == data)) {
+                // A segment created just before a crash, header not all written.
+                report.warnings.push_back(path + ": empty segment removed");
+                ::unlink(path.c_str());
+                continue;
+            }
+            return fail("data-dir '" + opts.dir + "': " + path +
+                        " is not a Wharf journal segment (bad header); refusing to start");
+        }
+        size_t pos = segment_magic.size();
+        record r;
+        for (;;) {
+            const size_t at = pos;
+            read_status st = read_record(data, pos, r);
+            if (st == read_status::end) break;
+            if (st != read_status::ok) {
+                const size_t skipped = data.size() - at;
+                report.warnings.push_back(
+                    path + ": " + (st == read_status::torn ? "torn" : "corrupt") +
+                    " record at offset " + std::to_string(at) + "; skipped " + std::to_string(skipped) +
+                    " bytes to the end of the segment" + (last ? " (cut off)" : ""));
+                if (last && ::truncate(path.c_str(), static_cast<off_t>(at)) != 0)
+                    return fail("data-dir '" + opts.dir + "': cannot cut the torn tail of " + path +
+                                ": " + std::strerror(errno));
+                data.resize(at);
+                break;
+            }
+            switch (r.type) {
+            case record_type::enqueue: {
+                recovered_entry re{seg, static_cast<uint32_t>(pos - at), {}};
+                re.e.seq = r.seq;
+                re.e.body = engine::message_ref::copy_of(r.body);
+                re.e.delivery_count = r.delivery_count;
+                re.e.redelivered = (r.flags & flag_redelivered) != 0;
+                re.e.durable = (r.flags & flag_durable) != 0;
+                re.e.persistent = true;
+                re.e.expiry_ms = r.expiry_ms;
+                live[std::string(r.queue)].insert_or_assign(r.seq, std::move(re));
+                break;
+            }
+            case record_type::update: {
+                auto q = live.find(std::string(r.queue));
+                if (q == live.end()) break;
+                auto m = q->second.find(r.seq);
+                if (m == q->second.end()) break;
+                m->second.e.delivery_count = r.delivery_count;
+                m->second.e.redelivered = (r.flags & flag_redelivered) != 0;
+                break;
+            }
+            case record_type::remove: {
+                auto q = live.find(std::string(r.queue));
+                if (q != live.end()) q->second.erase(r.seq);
+                break;
+            }
+            case record_type::noop:
+                break;
+            }
+        }
+        sizes[seg] = data.size();
+    }
+
+    const uint32_t next = sizes.empty() ? 1 : sizes.rbegin()->first + 1;
+    auto writer = std::make_unique<journal_writer>(opts.dir, next, 0);
+    std::unique_ptr<journal_store> store(new journal_store(opts, std::move(writer)));
+    store->next_segment_ = next;
+    store->lock_fd_ = std::exchange(lock.fd, -1);
+    // Hand the live messages to the report (seq order) and the bookkeeping.
+    for (auto& [name, msgs] : live) {
+        if (msgs.empty()) continue;
+        std::vector<recovered_entry*> order;
+        order.reserve(msgs.size());
+        for (auto& [seq, re] : msgs) order.push_back(&re);
+        std::sort(order.begin(), order.end(),
+                  [](const recovered_entry* a, const recovered_entry* b) { return a->e.seq < b->e.seq; });
+        std::vector<engine::queue_entry> entries;
+        entries.reserve(order.size());
+        auto& bucket = store->live_[name];
+        for (recovered_entry* re : order) {
+            auto& seg = store->segments_[re->segment];
+            ++seg.live;
+            seg.live_bytes += re->bytes;
+            bucket.emplace(re->e.seq, live_entry{re->segment, re->bytes, re->e.body,
+                                                 re->e.delivery_count,
+                                                 static_cast<uint8_t>((re->e.redelivered ? flag_redelivered : 0) |
+                                                                      (re->e.durable ? flag_durable : 0)),
+                                                 re->e.expiry_ms});
+            ++store->live_count_;
+            entries.push_back(std::move(re->e));
+        }
+        report.messages += entries.size();
+        report.queues.emplace_back(name, std::move(entries));
+    }
+    for (auto& [seg, size] : sizes) store->segments_[seg].size = size;
+    report.segments = static_cast<uint32_t>(sizes.size());
+    store->retire_segments();
+    if (!store->deletes_.empty()) store->commit();
+    report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    return store;
+}
+
+} // namespace wharf::store

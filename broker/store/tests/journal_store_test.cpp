@@ -1,0 +1,290 @@
+#include "broker/store/journal_format.hpp"
+#include "broker/store/journal_store.hpp"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <dirent.h>
+#include <fstream>
+#include <mutex>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace wharf::store {
+namespace {
+
+class temp_dir {
+  public:
+    temp_dir() {
+        char tmpl[] = "/tmp/wharf-store-test-XXXXXX";
+        path = ::mkdtemp(tmpl);
+    }
+    ~temp_dir() { std::system(("rm -rf '" + path + "'").c_str()); }
+    std::string path;
+};
+
+// Records what the writer reports; waits for an epoch with a deadline.
+struct sync_watch {
+    std::mutex mu;
+    std::condition_variable cv;
+    uint64_t synced = 0;
+    bool last_ok = true;
+    std::string reason;
+    void install(journal_store& s) {
+        s.set_synced_callback([this](uint64_t e, bool ok, const std::string& r) {
+            std::lock_guard l(mu);
+            synced = std::max(synced, e);
+            last_ok = ok;
+            reason = r;
+            cv.notify_all();
+        });
+    }
+    bool wait(uint64_t epoch) {
+        std::unique_lock l(mu);
+        return cv.wait_for(l, std::chrono::seconds(10), [&] { return synced >= epoch; });
+    }
+};
+
+engine::queue_entry entry(uint64_t seq, const std::string& body, uint32_t dc = 0) {
+    engine::queue_entry e;
+    e.seq = seq;
+    e.body = engine::message_ref::copy_of(body);
+    e.delivery_count = dc;
+    e.durable = e.persistent = true;
+    return e;
+}
+
+std::unique_ptr<journal_store> open_ok(const journal_options& o, recovery_report& r) {
+    auto s = journal_store::open(o, r);
+    EXPECT_TRUE(s.has_value()) << (s ? "" : s.error());
+    return s ? std::move(s.value()) : nullptr;
+}
+
+std::vector<std::string> bodies(const std::vector<engine::queue_entry>& es) {
+    std::vector<std::string> out;
+    for (auto& e : es) out.emplace_back(e.body.bytes());
+    return out;
+}
+
+const std::vector<engine::queue_entry>* queue_of(const recovery_report& r, const std::string& name) {
+    for (auto& [n, es] : r.queues)
+        if (n == name) return &es;
+    return nullptr;
+}
+
+uint64_t dir_bytes(const std::string& dir) {
+    uint64_t total = 0;
+    DIR* d = ::opendir(dir.c_str());
+    while (dirent* e = ::readdir(d)) {
+        struct stat st {};
+        if (::stat((dir + "/" + e->d_name).c_str(), &st) == 0 && S_ISREG(st.st_mode)) total += st.st_size;
+    }
+    ::closedir(d);
+    return total;
+}
+
+TEST(journal_store, recovers_messages_in_order_with_delivery_counts) {
+    temp_dir dir;
+    journal_options o{dir.path, "n1"};
+    {
+        recovery_report r;
+        auto s = open_ok(o, r);
+        EXPECT_EQ(r.messages, 0u);
+        sync_watch w;
+        w.install(*s);
+        s->on_enqueue("a", entry(1, "a1"));
+        s->on_enqueue("b", entry(1, "b1"));
+        s->on_enqueue("a", entry(2, "a2"));
+        s->on_enqueue("a", entry(3, "a3"));
+        s->on_remove("a", 2);
+        auto redelivered = entry(3, "a3", 4);
+        redelivered.redelivered = true;
+        s->on_update("a", redelivered);
+        uint64_t e = s->commit();
+        ASSERT_GT(e, 0u);
+        ASSERT_TRUE(w.wait(e));
+        EXPECT_TRUE(w.last_ok);
+    }
+    recovery_report r;
+    auto s = open_ok(o, r);
+    EXPECT_EQ(r.messages, 3u);
+    EXPECT_TRUE(r.warnings.empty());
+    auto* a = queue_of(r, "a");
+    ASSERT_NE(a, nullptr);
+    EXPECT_EQ(bodies(*a), (std::vector<std::string>{"a1", "a3"}));
+    EXPECT_EQ((*a)[0].seq, 1u);
+    EXPECT_EQ((*a)[1].seq, 3u);
+    EXPECT_EQ((*a)[1].delivery_count, 4u);
+    EXPECT_TRUE((*a)[1].redelivered);
+    EXPECT_TRUE((*a)[1].persistent);
+    ASSERT_NE(queue_of(r, "b"), nullptr);
+}
+
+TEST(journal_store, torn_tail_is_cut_and_reported) {
+    temp_dir dir;
+    journal_options o{dir.path, "n1"};
+    std::string seg_path;
+    {
+        recovery_report r;
+        auto s = open_ok(o, r);
+        sync_watch w;
+        w.install(*s);
+        s->on_enqueue("q", entry(1, "kept"));
+        s->on_enqueue("q", entry(2, "torn"));
+        ASSERT_TRUE(w.wait(s->commit()));
+        seg_path = dir.path + "/" + segment_name(s->segments_for_test().back());
+    }
+    // Cut the last record in half, as a crash in the middle of a write would.
+    struct stat st {};
+    ASSERT_EQ(::stat(seg_path.c_str(), &st), 0);
+    ASSERT_EQ(::truncate(seg_path.c_str(), st.st_size - 5), 0);
+    recovery_report r;
+    auto s = open_ok(o, r);
+    ASSERT_EQ(r.messages, 1u);
+    EXPECT_EQ(bodies(*queue_of(r, "q")), (std::vector<std::string>{"kept"}));
+    ASSERT_EQ(r.warnings.size(), 1u);
+    EXPECT_NE(r.warnings[0].find("torn record"), std::string::npos) << r.warnings[0];
+    EXPECT_NE(r.warnings[0].find(segment_name(1)), std::string::npos) << r.warnings[0];
+}
+
+TEST(journal_store, bad_checksum_is_detected) {
+    temp_dir dir;
+    journal_options o{dir.path, "n1"};
+    std::string seg_path;
+    {
+        recovery_report r;
+        auto s = open_ok(o, r);
+        sync_watch w;
+        w.install(*s);
+        s->on_enqueue("q", entry(1, "good"));
+        s->on_enqueue("q", entry(2, "flipped"));
+        ASSERT_TRUE(w.wait(s->commit()));
+        seg_path = dir.path + "/" + segment_name(s->segments_for_test().back());
+    }
+    {
+        std::fstream f(seg_path, std::ios::in | std::ios::out | std::ios::binary);
+        f.seekp(-2, std::ios::end);
+        f.put('X');
+    }
+    recovery_report r;
+    auto s = open_ok(o, r);
+    EXPECT_EQ(r.messages, 1u);
+    ASSERT_EQ(r.warnings.size(), 1u);
+    EXPECT_NE(r.warnings[0].find("corrupt record"), std::string::npos) << r.warnings[0];
+}
+
+TEST(journal_store, refuses_another_nodes_directory) {
+    temp_dir dir;
+    {
+        recovery_report r;
+        auto s = open_ok({dir.path, "n1"}, r);
+    }
+    recovery_report r;
+    auto s = journal_store::open({dir.path, "n2"}, r);
+    ASSERT_FALSE(s.has_value());
+    EXPECT_NE(s.error().find("belongs to node 'n1'"), std::string::npos) << s.error();
+    EXPECT_NE(s.error().find(dir.path), std::string::npos) << s.error();
+}
+
+TEST(journal_store, refuses_another_format) {
+    temp_dir dir;
+    {
+        std::ofstream meta(dir.path + "/wharf.meta");
+        meta << "format=99\nnode-id=n1\n";
+    }
+    recovery_report r;
+    auto s = journal_store::open({dir.path, "n1"}, r);
+    ASSERT_FALSE(s.has_value());
+    EXPECT_NE(s.error().find("format 99"), std::string::npos) << s.error();
+}
+
+TEST(journal_store, one_process_per_directory) {
+    temp_dir dir;
+    recovery_report r1, r2;
+    auto first = open_ok({dir.path, "n1"}, r1);
+    auto second = journal_store::open({dir.path, "n1"}, r2);
+    // flock is per open file description: a second open in one process is
+    // refused too.
+    ASSERT_FALSE(second.has_value());
+    EXPECT_NE(second.error().find("in use"), std::string::npos) << second.error();
+}
+
+TEST(journal_store, space_is_reclaimed_after_a_queue_drains) {
+    temp_dir dir;
+    journal_options o{dir.path, "n1"};
+    o.segment_bytes = 64 * 1024;
+    recovery_report r;
+    auto s = open_ok(o, r);
+    sync_watch w;
+    w.install(*s);
+    const std::string body(200, 'x');
+    uint64_t e = 0;
+    for (uint64_t i = 1; i <= 5000; ++i) {
+        s->on_enqueue("q", entry(i, body));
+        if (i % 100 == 0) e = s->commit();
+    }
+    ASSERT_TRUE(w.wait(e));
+    const uint64_t full = dir_bytes(dir.path);
+    EXPECT_GT(full, 1000000u);
+    EXPECT_GT(s->segments_for_test().size(), 10u);
+    for (uint64_t i = 1; i <= 5000; ++i) {
+        s->on_remove("q", i);
+        if (i % 100 == 0) e = s->commit();
+    }
+    e = std::max(e, s->commit());
+    ASSERT_TRUE(w.wait(e));
+    EXPECT_LE(s->segments_for_test().size(), 2u);
+    EXPECT_LT(dir_bytes(dir.path), 200u * 1024) << "was " << full;
+}
+
+TEST(journal_store, a_sparse_old_segment_is_compacted) {
+    temp_dir dir;
+    journal_options o{dir.path, "n1"};
+    o.segment_bytes = 16 * 1024;
+    uint64_t e = 0;
+    {
+        recovery_report r;
+        auto s = open_ok(o, r);
+        sync_watch w;
+        w.install(*s);
+        const std::string body(100, 'y');
+        for (uint64_t i = 1; i <= 2000; ++i) {
+            s->on_enqueue("q", entry(i, body));
+            if (i % 50 == 0) e = s->commit();
+        }
+        // Consume everything but the first message: it pins the oldest segment.
+        for (uint64_t i = 2; i <= 2000; ++i) {
+            s->on_remove("q", i);
+            if (i % 50 == 0) e = s->commit();
+        }
+        e = std::max(e, s->commit());
+        e = std::max(e, s->commit());
+        ASSERT_TRUE(w.wait(e));
+        EXPECT_LE(s->segments_for_test().size(), 2u) << "the pinned message was not moved forward";
+    }
+    recovery_report r;
+    auto s = open_ok(o, r);
+    ASSERT_EQ(r.messages, 1u);
+    EXPECT_EQ((*queue_of(r, "q"))[0].seq, 1u);
+}
+
+TEST(journal_store, group_commit_reports_every_epoch) {
+    temp_dir dir;
+    recovery_report r;
+    auto s = open_ok({dir.path, "n1"}, r);
+    sync_watch w;
+    w.install(*s);
+    uint64_t last = 0;
+    for (uint64_t i = 1; i <= 1000; ++i) {
+        s->on_enqueue("q", entry(i, "m"));
+        last = s->commit();
+    }
+    EXPECT_EQ(last, 1000u);
+    ASSERT_TRUE(w.wait(last));
+    EXPECT_TRUE(w.last_ok);
+}
+
+} // namespace
+} // namespace wharf::store
