@@ -3,6 +3,7 @@
 #include "broker/config/node_config.hpp"
 #include "broker/engine/queue_engine.hpp"
 #include "broker/server/server.hpp"
+#include "broker/store/journal_store.hpp"
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -67,13 +68,31 @@ int main(int argc, char** argv) {
     std::signal(SIGPIPE, SIG_IGN);
     signal_thread::block_in_this_thread(); // inherited by every thread started below
 
-    wharf::engine::memory_store store;
+    std::signal(SIGXFSZ, SIG_IGN); // a file-size limit is a write error, not a crash
+
+    // Recovery comes first: the node listens only once every stored message
+    // is back in its queue.
+    wharf::store::recovery_report recovered;
+    auto opened = wharf::store::journal_store::open({cfg->data_dir, cfg->node_id}, recovered);
+    if (!opened) {
+        spdlog::error("{}", opened.error());
+        std::fprintf(stderr, "wharfd: %s\n", opened.error().c_str());
+        return 2;
+    }
+    std::unique_ptr<wharf::store::journal_store> store = std::move(opened.value());
+    for (const auto& w : recovered.warnings) spdlog::warn("{}: recovery: {}", cfg->node_id, w);
+    spdlog::info("{}: recovered {} messages in {} queues from {} segments ({} bytes) in {:.3f} s",
+                 cfg->node_id, recovered.messages, recovered.queues.size(), recovered.segments,
+                 recovered.bytes, recovered.seconds);
+
     wharf::engine::engine_options eo;
     eo.node_id = cfg->node_id;
     eo.auto_create_queues = cfg->auto_create_queues;
     eo.queue_defaults = cfg->queue_defaults;
     eo.queues = cfg->queues;
-    wharf::engine::queue_engine engine(std::move(eo), store);
+    wharf::engine::queue_engine engine(std::move(eo), *store);
+    for (auto& [queue, entries] : recovered.queues) engine.load(queue, std::move(entries));
+    recovered.queues.clear();
 
     const std::string node_id = cfg->node_id;
     wharf::server::server srv(*cfg, engine, [&node_id](const std::string& addr) {
@@ -88,5 +107,5 @@ int main(int argc, char** argv) {
         rc = srv.run();
     }
     spdlog::info("{}: stopped", cfg->node_id);
-    return rc;
+    return rc; // engine first, then the store (its last sync): reverse order of construction
 }

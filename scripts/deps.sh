@@ -9,7 +9,8 @@ build_pkgs=(cmake g++ make pkg-config
   libqpid-proton-cpp12-dev libqpid-proton11-dev   # AMQP 1.0 engine, proactor, C++ client API
   libtomlplusplus-dev                             # config file parser
   libcli11-dev                                    # command-line flags
-  libspdlog-dev libfmt-dev)                       # logging
+  libspdlog-dev libfmt-dev                        # logging
+  zlib1g-dev)                                     # CRC-32 of journal records
 test_pkgs=(googletest libgtest-dev libgmock-dev   # unit and component tests
   python3-qpid-proton python3-pytest)             # interop tests with Python Proton
 bench_pkgs=(libqpid-proton11-dev-examples         # the Proton example broker, our baseline
