@@ -12,12 +12,16 @@ WHARFD = os.environ.get("WHARFD", "")
 
 
 class Wharfd:
-    def __init__(self, *args, config_text=None):
+    """A wharfd child process. Pass data_dir to restart a node on the same
+    data (same node id)."""
+
+    def __init__(self, *args, config_text=None, data_dir=None):
         if not WHARFD or not os.path.exists(WHARFD):
             raise RuntimeError("set WHARFD to the path of the wharfd binary (got %r)" % WHARFD)
         self.dir = tempfile.mkdtemp(prefix="wharf-py-")
+        self.data_dir = data_dir or os.path.join(self.dir, "data")
         cmd = [WHARFD, "--listen", "127.0.0.1:0", "--node-id", "py",
-               "--data-dir", os.path.join(self.dir, "data")]
+               "--data-dir", self.data_dir]
         if config_text is not None:
             path = os.path.join(self.dir, "wharfd.toml")
             with open(path, "w") as f:
@@ -44,6 +48,11 @@ class Wharfd:
                     line = b""
         self.proc.kill()
         raise RuntimeError("wharfd did not start: %s" % self.proc.stderr.read().decode())
+
+    def kill(self):
+        """SIGKILL: a crash, no chance to sync or close anything."""
+        self.proc.kill()
+        self.proc.wait(timeout=10)
 
     def stop(self):
         if self.proc.poll() is None:
