@@ -2,6 +2,8 @@
 
 #include "broker/store/journal_format.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -160,7 +162,11 @@ void journal_writer::run() {
             std::lock_guard lock(mu_);
             failure_ = ok ? std::string() : reason;
         }
-        writable_.store(ok, std::memory_order_release);
+        const bool was = writable_.exchange(ok, std::memory_order_acq_rel);
+        if (was && !ok)
+            spdlog::error("journal: {}; durable messages are refused until a write succeeds", reason);
+        else if (!was && ok)
+            spdlog::info("journal: writing again in {}", dir_);
         if (!batch.empty()) report(batch.back().epoch, ok, reason);
         batch.clear();
     }

@@ -30,6 +30,7 @@ class Wharfd:
         cmd += list(args)
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.port = self._wait_for_port(deadline=time.monotonic() + 10)
+        self.pid = self.proc.pid
         self.url = "127.0.0.1:%d" % self.port
 
     def _wait_for_port(self, deadline):

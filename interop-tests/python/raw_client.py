@@ -48,6 +48,9 @@ class RawRoundTrip(MessagingHandler):
         self.outcomes.append(name)
         event.delivery.settle()
         if len(self.outcomes) == len(self.payloads):
+            if self.outcomes.count("accepted") == 0:
+                event.connection.close()
+                return
             self.receiver = event.container.create_receiver(event.connection, self.address)
             self.receiver.flow(len(self.payloads) + 1)
 

@@ -68,6 +68,7 @@ sender_client::sender_client(run_control& run, connection_client& owner, int lin
     // The id names the sending link, so a receiver in latency mode can tell
     // which link pair a message belongs to. Set once, never per message.
     message_.id(static_cast<std::uint64_t>(link_index));
+    message_.durable(run.options().durable);
     message_.body(body_);
     if (time_accepts_) {
         const auto slots = std::bit_ceil(2 * in_flight_);

@@ -73,6 +73,7 @@ parse_result parse_options(int argc, char** argv) {
     app.add_option("--size", o.size, "Body size in bytes")->check(CLI::Range(0, 64 << 20))
         ->capture_default_str();
     app.add_flag("--at-most-once", o.at_most_once, "Send pre-settled (default: at-least-once)");
+    app.add_flag("--durable", o.durable, "Mark messages durable (the broker must store them before accepting)");
     app.add_option("--credit", o.credit, "Receiver credit window (refilled when half is used)")
         ->check(CLI::Range(1, 1 << 24))->capture_default_str();
     app.add_option("--in-flight", o.in_flight, "Max unsettled sends per link")

@@ -22,6 +22,7 @@ struct bench_options {
     int queues = 1;             // >1: links spread over address-0..address-(queues-1)
     std::size_t size = 100;     // body bytes
     bool at_most_once = false;
+    bool durable = false;        // header durable = true on every message
     int credit = 1000;          // receiver credit window
     int in_flight = 1000;       // max unsettled sends per link
     std::optional<std::uint64_t> count;

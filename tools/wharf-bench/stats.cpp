@@ -95,6 +95,7 @@ void print_json(std::ostream& out, const run_summary& s) {
         << ",\"address\":" << json_quote(o.address) << ",\"connections\":" << o.connections
         << ",\"links\":" << o.links << ",\"queues\":" << o.queues << ",\"size\":" << o.size
         << ",\"delivery\":" << json_quote(o.at_most_once ? "at-most-once" : "at-least-once")
+        << ",\"durable\":" << (o.durable ? "true" : "false")
         << ",\"credit\":" << o.credit << ",\"in_flight\":" << o.in_flight << ",\"threads\":" << o.threads
         << ",\"sent\":" << s.totals.sent << ",\"accepted\":" << s.totals.accepted
         << ",\"rejected\":" << s.totals.rejected << ",\"released\":" << s.totals.released
