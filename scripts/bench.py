@@ -7,6 +7,7 @@ import argparse
 import json
 import os
 import select
+import shutil
 import signal
 import socket
 import statistics
@@ -23,15 +24,17 @@ def free_port():
 
 
 class Broker:
-    def __init__(self, kind, args, threads=None):
+    def __init__(self, kind, args, threads=None, data_dir=None):
         self.kind = kind
         if kind == "wharfd":
-            self.tmp = tempfile.mkdtemp(prefix="wharf-bench-")
+            self.owned = data_dir is None
+            self.tmp = data_dir or tempfile.mkdtemp(prefix="wharf-bench-")
+            self.log = tempfile.NamedTemporaryFile(prefix="wharfd-log-", delete=False)
             cmd = [os.path.join(args.bin, "wharfd"), "--listen", "127.0.0.1:0",
-                   "--log-level", "warn", "--data-dir", self.tmp]
+                   "--log-level", "info", "--data-dir", self.tmp, "--node-id", "bench"]
             if threads:
                 cmd += ["--threads", str(threads)]
-            self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+            self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self.log)
             self.port = self._port_from_stdout()
         else:
             self.port = free_port()
@@ -64,6 +67,10 @@ class Broker:
                 time.sleep(0.05)  # polling a port with a deadline
         raise RuntimeError("example broker did not start")
 
+    def log_text(self):
+        with open(self.log.name) as f:
+            return f.read()
+
     def rss_kb(self):
         with open("/proc/%d/status" % self.proc.pid) as f:
             for line in f:
@@ -74,10 +81,12 @@ class Broker:
     def stop(self):
         self.proc.send_signal(signal.SIGTERM)
         try:
-            self.proc.wait(timeout=10)
+            self.proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+        if self.kind == "wharfd" and self.owned:
+            shutil.rmtree(self.tmp, ignore_errors=True)
 
 
 def bench(args, mode, url, *extra):
@@ -116,7 +125,11 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--count", type=int, default=200000)
     ap.add_argument("--threads-only", action="store_true", help="only compare wharfd --threads 1 vs 2")
+    ap.add_argument("--store-only", action="store_true", help="only the durable-store figures")
     args = ap.parse_args()
+    if args.store_only:
+        store_figures(args)
+        return
 
     results = {}
     if not args.threads_only:
@@ -155,6 +168,51 @@ def main():
     for t in (1, 2):
         m = statistics.median(thr[t])
         print("| %d | %.0f | %.2f |" % (t, m, m / base))
+
+
+def store_figures(args):
+    """Durable vs transient (4 producers, 100 B, at-least-once), alternating
+    on one wharfd per run; then the time to recover 1,000,000 stored messages."""
+    n = str(args.count)
+    runs = {"transient": [], "durable": []}
+    for r in range(args.rounds):
+        for kind in ("transient", "durable"):
+            b = Broker("wharfd", args)
+            try:
+                extra = ["--durable"] if kind == "durable" else []
+                res = bench(args, "send", b.url, "--count", n, "--connections", "4",
+                            "--address", "s", "--threads", "2", *extra)
+                runs[kind].append(res["msgs_per_s"])
+            finally:
+                b.stop()
+    t = statistics.median(runs["transient"])
+    d = statistics.median(runs["durable"])
+    print("| 4 producers, 100 B, at-least-once | msgs/s |")
+    print("|---|---:|")
+    print("| transient (non-durable messages) | %.0f |" % t)
+    print("| durable (stored and synced before accepted) | %.0f |" % d)
+    print("| durable / transient | **%.2f** |" % (d / t))
+
+    data = tempfile.mkdtemp(prefix="wharf-recovery-")
+    b = Broker("wharfd", args, data_dir=data)
+    try:
+        bench(args, "send", b.url, "--count", "1000000", "--connections", "4", "--address", "r",
+              "--threads", "2", "--durable")
+    finally:
+        b.stop()
+    times = []
+    for r in range(args.rounds):
+        b = Broker("wharfd", args, data_dir=data)
+        b.stop()
+        for line in b.log_text().splitlines():
+            if "recovered 1000000 messages" in line:
+                times.append(float(line.rsplit(" in ", 1)[1].split()[0]))
+    print()
+    print("| recovery of 1,000,000 stored 100 B messages | seconds |")
+    print("|---|---:|")
+    print("| median of %d restarts (from the node's own log line) | %.2f |"
+          % (len(times), statistics.median(times) if times else float("nan")))
+    shutil.rmtree(data, ignore_errors=True)
 
 
 if __name__ == "__main__":
