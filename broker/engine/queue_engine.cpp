@@ -152,7 +152,9 @@ void queue_engine::stage(outbox* o, event&& ev) {
 // ---- queues --------------------------------------------------------------
 
 queue* queue_engine::create_queue(const std::string& name, bool dynamic) {
-    auto q = std::make_unique<queue>(name, opts_.queue_defaults, dynamic);
+    config::queue_policy policy = opts_.queue_defaults;
+    if (dynamic) policy.durable = false; // a temporary queue does not outlive its link
+    auto q = std::make_unique<queue>(name, std::move(policy), dynamic);
     queue* raw = q.get();
     queues_.emplace(name, std::move(q));
     return raw;

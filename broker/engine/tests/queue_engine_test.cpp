@@ -412,3 +412,40 @@ TEST(queue_engine, unsent_delivery_goes_back_without_ping_pong) {
 
 } // namespace
 } // namespace wharf::engine::testing
+
+namespace wharf::engine::testing {
+namespace {
+
+TEST(queue_engine, only_durable_messages_on_durable_queues_are_stored) {
+    config::queue_policy transient_queue;
+    transient_queue.durable = false;
+    engine_fixture f({.queues = {{"t", transient_queue}}});
+    auto p = f.producer("d");
+    cmd_publish c{p, {}};
+    auto durable = engine_fixture::msg("durable");
+    durable.durable = true;
+    c.messages.push_back(std::move(durable));
+    c.messages.push_back(engine_fixture::msg("not durable"));
+    f.engine->post(std::move(c));
+    auto pt = f.producer("t");
+    cmd_publish c2{pt, {}};
+    auto on_transient = engine_fixture::msg("durable on a transient queue");
+    on_transient.durable = true;
+    c2.messages.push_back(std::move(on_transient));
+    f.engine->post(std::move(c2));
+    EXPECT_EQ(f.store.enqueued(), 1u);
+
+    link_id dyn = 99;
+    f.engine->post(cmd_attach_consumer{dyn, "", true, false, false, f.out});
+    auto addr = f.out->take<ev_attached>().back().address;
+    auto anon = f.producer("");
+    cmd_publish c3{anon, {}};
+    auto reply = engine_fixture::msg("reply", addr);
+    reply.durable = true;
+    c3.messages.push_back(std::move(reply));
+    f.engine->post(std::move(c3));
+    EXPECT_EQ(f.store.enqueued(), 1u) << "temporary queues are never stored";
+}
+
+} // namespace
+} // namespace wharf::engine::testing
