@@ -116,7 +116,11 @@ void queue_engine::finish_run() {
     touched_.clear();
     for (queue* q : doomed_) delete_queue(q);
     doomed_.clear();
-    const uint64_t epoch = store_.commit();
+    uint64_t epoch = store_.commit();
+    if (epoch != 0) last_epoch_ = epoch;
+    // Nothing new to sync, but earlier answers still wait: queue behind them
+    // (answers to one producer must keep their order).
+    if (epoch == 0 && !waiting_.empty()) epoch = last_epoch_;
     for (auto& w : this_run_) {
         if (epoch == 0) {
             auto it = producers_.find(w.ev.link);

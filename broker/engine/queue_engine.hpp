@@ -132,6 +132,7 @@ class queue_engine final : private dispatch_sink {
     std::vector<outbox*> dirty_;
     std::vector<waiting_publish> this_run_;   // epoch assigned at commit
     std::deque<waiting_publish> waiting_;     // in epoch order
+    uint64_t last_epoch_ = 0;                 // the store's latest commit
     uint64_t dynamic_counter_ = 0;
 
     // The strand.
