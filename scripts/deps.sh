@@ -14,7 +14,7 @@ build_pkgs=(cmake g++ make pkg-config
 test_pkgs=(googletest libgtest-dev libgmock-dev   # unit and component tests
   python3-qpid-proton python3-pytest)             # interop tests with Python Proton
 bench_pkgs=(libqpid-proton11-dev-examples         # the Proton example broker, our baseline
-  libbenchmark-dev librocksdb-dev libsqlite3-dev) # tools/store-bench: the storage engines compared
+  libbenchmark-dev librocksdb-dev libsqlite3-dev liblmdb-dev) # tools/store-bench: storage engines compared
 
 want=("${build_pkgs[@]}")
 case "${1:-build}" in
