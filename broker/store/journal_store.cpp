@@ -121,6 +121,7 @@ uint64_t journal_store::commit() {
     journal_writer::job j{++epoch_, std::move(chunks_), std::move(deletes_)};
     if (!buf_.empty()) j.chunks.push_back({active_, std::move(buf_)});
     buf_.clear();
+    buf_.reserve(64 * 1024); // the moved-from buffer has none; avoid regrowing it per run
     chunks_.clear();
     deletes_.clear();
     writer_->submit(std::move(j));
