@@ -6,6 +6,7 @@
 #include <toml++/toml.h>
 
 #include <map>
+#include <sstream>
 
 namespace wharf::config::detail {
 namespace {
@@ -93,7 +94,7 @@ class file_parser {
 
     std::optional<std::string> walk_root(const toml::table& root) {
         std::vector<std::string_view> known(top_keys().begin(), top_keys().end());
-        known.insert(known.end(), {"listener", "queue-defaults", "queue"});
+        known.insert(known.end(), {"listener", "queue-defaults", "queue", "plugin"});
 
         std::vector<listener_entry> from_listen, from_tables;
         bool any_listener = false;
@@ -112,6 +113,8 @@ class file_parser {
                            "([queue-defaults]), got " + describe(v);
                 if (auto bad = walk_policy(*t, "[queue-defaults]", layer_.queue_defaults))
                     return bad;
+            } else if (key == "plugin") {
+                if (auto bad = walk_plugins(k, v)) return bad;
             } else if (key == "queue") {
                 if (auto bad = walk_array_of_tables(
                         k, v, [&](const toml::table& t) { return walk_queue(t); }))
@@ -131,6 +134,52 @@ class file_parser {
         if (any_listener) {
             from_listen.insert(from_listen.end(), from_tables.begin(), from_tables.end());
             layer_.top.listeners = std::move(from_listen);
+        }
+        return std::nullopt;
+    }
+
+    // [plugin.NAME] tables: each key's value kept as text for the plugin
+    // to validate (it names the key in its own errors).
+    std::optional<std::string> walk_plugins(const toml::key& k, const toml::node& v) {
+        auto t = v.as_table();
+        if (!t) return at(k, v) + ": key 'plugin': expected tables [plugin.NAME], got " + describe(v);
+        for (auto&& [name, section] : *t) {
+            auto st = section.as_table();
+            if (!st)
+                return at(name, section) + ": key 'plugin." + std::string(name.str()) +
+                       "': expected a table [plugin." + std::string(name.str()) + "], got " +
+                       describe(section);
+            auto& out = layer_.plugin_options[std::string(name.str())];
+            for (auto&& [key, value] : *st) {
+                std::vector<std::string> values;
+                auto scalar = [&](const toml::node& n) -> std::optional<std::string> {
+                    if (auto s = n.as_string()) return s->get();
+                    if (auto i = n.as_integer()) return std::to_string(i->get());
+                    if (auto f = n.as_floating_point()) {
+                        std::ostringstream os;
+                        os << f->get();
+                        return os.str();
+                    }
+                    if (auto b = n.as_boolean()) return std::string(b->get() ? "true" : "false");
+                    return std::nullopt;
+                };
+                if (auto arr = value.as_array()) {
+                    for (const auto& e : *arr) {
+                        auto x = scalar(e);
+                        if (!x)
+                            return at(key, value) + ": key 'plugin." + std::string(name.str()) + "." +
+                                   std::string(key.str()) + "': expected strings, numbers or booleans";
+                        values.push_back(*x);
+                    }
+                } else if (auto x = scalar(value)) {
+                    values.push_back(*x);
+                } else {
+                    return at(key, value) + ": key 'plugin." + std::string(name.str()) + "." +
+                           std::string(key.str()) + "': expected a value or an array, got " +
+                           describe(value);
+                }
+                out[std::string(key.str())] = std::move(values);
+            }
         }
         return std::nullopt;
     }

@@ -40,6 +40,10 @@ struct top_layer {
     std::optional<uint32_t> credit_window;
     std::optional<uint32_t> max_frame_size;
     std::optional<std::chrono::milliseconds> idle_timeout;
+    std::optional<std::vector<std::string>> plugins;
+    std::optional<std::string> plugin_dir;
+    std::optional<std::string> advertise;
+    std::optional<std::string> metadata;
 };
 
 struct policy_layer {
@@ -65,6 +69,7 @@ struct file_layer {
     top_layer top;
     policy_layer queue_defaults;
     std::vector<queue_entry> queues;
+    std::map<std::string, std::map<std::string, std::vector<std::string>>> plugin_options;
 };
 
 // One value to be checked against a key's type and range. Implemented over a

@@ -14,10 +14,11 @@ namespace wharf::config {
 namespace detail {
 namespace {
 
-constexpr std::array<std::string_view, 11> top_keys_ = {
+constexpr std::array<std::string_view, 15> top_keys_ = {
     "node-id",       "listen",          "data-dir",         "log-level",
     "threads",       "auto-create-queues", "max-connections", "max-message-size",
-    "credit-window", "max-frame-size",  "idle-timeout",
+    "credit-window", "max-frame-size",  "idle-timeout",     "plugins",
+    "plugin-dir",    "advertise",       "metadata",
 };
 constexpr std::array<std::string_view, 3> listener_keys_ = {"address", "max-frame-size",
                                                             "idle-timeout"};
@@ -192,6 +193,34 @@ std::optional<std::string> set_top_key(top_layer& layer, std::string_view key,
         auto t = timeout_in(v);
         if (!t) return t.error();
         layer.idle_timeout = *t;
+    } else if (key == "plugins") {
+        auto list = v.get_string_list();
+        if (!list) return list.error();
+        for (const auto& name : *list) {
+            const bool ok = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+                return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
+            });
+            if (!ok)
+                return "'" + name + "' is not a plugin name (lower-case letters, digits, '-', '_')";
+        }
+        layer.plugins = *list;
+    } else if (key == "plugin-dir") {
+        auto s = nonempty_string(v);
+        if (!s) return s.error();
+        layer.plugin_dir = *s;
+    } else if (key == "advertise") {
+        auto s = nonempty_string(v);
+        if (!s) return s.error();
+        auto l = parse_listen(*s);
+        if (!l) return "'" + *s + "': " + l.error();
+        if (l->port == 0) return "'" + *s + "': an advertised address needs a real port";
+        layer.advertise = *s;
+    } else if (key == "metadata") {
+        auto s = nonempty_string(v);
+        if (!s) return s.error();
+        if (s->rfind("sqlite:", 0) != 0 || s->size() == 7)
+            return "'" + *s + "': expected sqlite:PATH (the etcd backend is not built yet)";
+        layer.metadata = *s;
     } else {
         return unknown_key_message(key, top_keys_);
     }

@@ -62,6 +62,20 @@ class flag_source final : public detail::value_source {
     std::string text_;
 };
 
+// A repeated flag's values, for keys that take a list.
+class list_source final : public detail::value_source {
+  public:
+    explicit list_source(const std::vector<std::string>& v) : v_(v) {}
+    result<std::string, std::string> get_string() const override { return fail(std::string("expected one value")); }
+    result<int64_t, std::string> get_integer() const override { return fail(std::string("expected a number")); }
+    result<bool, std::string> get_bool() const override { return fail(std::string("expected true or false")); }
+    result<double, std::string> get_seconds() const override { return fail(std::string("expected seconds")); }
+    result<std::vector<std::string>, std::string> get_string_list() const override { return v_; }
+
+  private:
+    const std::vector<std::string>& v_;
+};
+
 struct flag_doc {
     std::string_view key;
     const char* type_name;
@@ -69,7 +83,7 @@ struct flag_doc {
 };
 
 // In the order --help lists them; every key of detail::top_keys().
-constexpr std::array<flag_doc, 11> flag_docs = {{
+constexpr std::array<flag_doc, 15> flag_docs = {{
     {"listen", "HOST:PORT",
      "Accept AMQP connections on HOST:PORT (IPv6 as [::1]:5672; port 0 = any free port). "
      "Repeat for several listeners; replaces the file's listeners. Default 127.0.0.1:5672"},
@@ -89,6 +103,14 @@ constexpr std::array<flag_doc, 11> flag_docs = {{
     {"idle-timeout", "SECONDS",
      "AMQP idle time-out (may be fractional; 0 = none) for listeners that set none of their "
      "own. Default 60"},
+    {"plugins", "NAME",
+     "Load the plugin NAME (wharf-plugin-NAME.so); repeat for several. Also --plugin. "
+     "Default none"},
+    {"plugin-dir", "DIR", "Where plugins are found. Default ../lib/wharf (or ../lib) beside wharfd"},
+    {"advertise", "HOST:PORT",
+     "The address other nodes and redirected clients use to reach this node. Default: the first "
+     "listener's"},
+    {"metadata", "sqlite:PATH", "The cluster's shared metadata store (with the wlm plugin)"},
 }};
 
 constexpr const char* help_footer =
@@ -153,6 +175,16 @@ result<node_config, config_error> resolve(node_config base, const file_layer& fi
     pick(cfg.max_connections, f.max_connections, flags.max_connections);
     pick(cfg.max_message_size, f.max_message_size, flags.max_message_size);
     pick(cfg.credit_window, f.credit_window, flags.credit_window);
+    pick(cfg.plugins, f.plugins, flags.plugins);
+    pick(cfg.plugin_dir, f.plugin_dir, flags.plugin_dir);
+    pick(cfg.advertise, f.advertise, flags.advertise);
+    pick(cfg.metadata, f.metadata, flags.metadata);
+    for (const auto& [plugin, keys] : file.plugin_options) {
+        if (std::find(cfg.plugins.begin(), cfg.plugins.end(), plugin) == cfg.plugins.end())
+            return fail(config_error{2, "[plugin." + plugin + "]: plugin '" + plugin +
+                                            "' is configured but not enabled (plugins = [...])"});
+        cfg.plugin_options[plugin] = keys;
+    }
     if (cfg.data_dir.empty()) cfg.data_dir = default_data_dir;
 
     // Listeners: the flags' set replaces the file's, which replaces base's.
@@ -218,12 +250,17 @@ result<node_config, config_error> load(int argc, const char* const* argv) {
     app.add_flag("--version", version, "Print the version and exit");
 
     std::vector<std::string> listen_texts;
+    std::vector<std::string> plugin_names;
     std::deque<std::string> values; // stable addresses for CLI11 to write into
     std::vector<std::pair<std::string_view, CLI::Option*>> scalar_options;
     for (const auto& doc : flag_docs) {
         const std::string name = "--" + std::string(doc.key);
         if (doc.key == "listen") {
             app.add_option(name, listen_texts, doc.help)
+                ->type_name(doc.type_name)
+                ->allow_extra_args(false);
+        } else if (doc.key == "plugins") {
+            app.add_option("--plugin,--plugins", plugin_names, doc.help)
                 ->type_name(doc.type_name)
                 ->allow_extra_args(false);
         } else {
@@ -259,6 +296,12 @@ result<node_config, config_error> load(int argc, const char* const* argv) {
             if (!l) return fail(config_error{2, "--listen '" + text + "': " + l.error()});
             flags.listeners->push_back({*l, false, false, "--listen"});
         }
+    }
+
+    if (!plugin_names.empty()) {
+        // Same checks as the file's `plugins` key.
+        if (auto bad = detail::set_top_key(flags, "plugins", list_source(plugin_names), "--plugin"))
+            return fail(config_error{2, "--plugin: " + *bad});
     }
 
     file_layer file;

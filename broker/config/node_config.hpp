@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -55,6 +56,16 @@ struct node_config {
     uint32_t credit_window = 1000;     // producer link credit; refilled at half
     queue_policy queue_defaults;
     std::vector<queue_declaration> queues;
+
+    // Cluster. Plugins are shared libraries `wharf-plugin-NAME.so` loaded
+    // from plugin_dir ("" = ../lib/wharf next to the wharfd binary, or
+    // ../lib in a build tree).
+    std::vector<std::string> plugins;
+    std::string plugin_dir;
+    std::string advertise;             // HOST:PORT others reach this node at; "" = first listener
+    std::string metadata;              // "sqlite:PATH": the cluster's shared metadata store
+    // [plugin.NAME] tables: key -> values (a scalar is one value, an array many).
+    std::map<std::string, std::map<std::string, std::vector<std::string>>> plugin_options;
 };
 
 struct config_error {
