@@ -12,6 +12,7 @@ std::string_view to_condition(errc code) {
     case errc::invalid_field: return "amqp:invalid-field";
     case errc::not_implemented: return "amqp:not-implemented";
     case errc::detach_forced: return "amqp:link:detach-forced";
+    case errc::redirect: return "amqp:link:redirect";
     case errc::connection_forced: return "amqp:connection:forced";
     case errc::internal_error: return "amqp:internal-error";
     }

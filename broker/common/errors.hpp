@@ -17,6 +17,7 @@ enum class errc {
     invalid_field,           // a field with a value the node cannot accept
     not_implemented,         // a feature the node does not offer
     detach_forced,           // the node ends a link for its own reasons
+    redirect,                // the queue is on another node (link redirect)
     connection_forced,       // the node ends a connection (shutdown)
     internal_error,          // a bug or an environment failure on the node
 };

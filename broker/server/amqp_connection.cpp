@@ -132,8 +132,10 @@ void amqp_connection::end_batch() {
     if (finished_) return;
     // Apply what the engine answered (at once, when it ran on this thread).
     for (;;) {
-        outbox_->take(events_);
-        if (events_.empty()) break;
+        outbox_->take(events_, resolutions_);
+        if (events_.empty() && resolutions_.empty()) break;
+        for (auto& r : resolutions_) handle(r);
+        resolutions_.clear();
         for (auto& ev : events_) std::visit([this](auto& x) { handle(x); }, ev);
         events_.clear();
         for (engine::link_id id : dirty_links_)

@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -36,6 +37,8 @@ namespace wharf::server {
 // What a connection needs from its node and listener.
 struct connection_settings {
     std::string node_id;
+    // Plugins' resolvers, in order (empty: every address is local).
+    std::vector<plugins::address_resolver*> resolvers;
     uint64_t max_message_size = 0;  // 0 = unlimited
     uint32_t credit_window = 1000;
 };
@@ -81,6 +84,8 @@ class amqp_connection {
         std::vector<engine::settlement> to_settle;
         std::vector<uint64_t> unsent;
         bool dirty = false;           // listed in dirty_links_
+        std::optional<engine::command> pending_attach; // waiting for the resolvers
+        std::string address;          // as attached (for resolvers and redirects)
     };
 
     void on_link_open(pn_link_t* l);
@@ -97,6 +102,9 @@ class amqp_connection {
     void handle(engine::ev_published& ev);
     void handle(engine::ev_flow_control& ev);
     void handle(engine::ev_detach& ev);
+    void handle(connection_outbox::resolved& r);
+    void resolve(link_ctx& lc, size_t resolver);
+    void refuse_link(link_ctx& lc, const error& err, const plugins::resolution* redirect);
 
     void detach_link(link_ctx& lc);
     void flush_link(link_ctx& lc);
@@ -120,6 +128,7 @@ class amqp_connection {
     std::vector<engine::link_id> dirty_links_; // links with commands to flush
     std::vector<engine::command> commands_;
     std::vector<engine::event> events_;
+    std::vector<connection_outbox::resolved> resolutions_;
     std::string scratch_;
     bool finished_ = false;
     bool refused_ = false;

@@ -5,6 +5,7 @@
 // engine released whatever they carried when it processed the detach.
 
 #include "broker/engine/protocol.hpp"
+#include "plugins/api/plugin.hpp"
 
 #include <proton/connection.h>
 #include <proton/proactor.h>
@@ -21,8 +22,8 @@ class connection_outbox final : public engine::outbox {
     void deliver(std::vector<engine::event>&& events) override {
         std::lock_guard lock(mu_);
         if (conn_ == nullptr) return;
-        const bool wake = pending_.empty();
-        if (wake) {
+        const bool wake = pending_.empty() && resolutions_.empty();
+        if (pending_.empty()) {
             pending_ = std::move(events);
         } else {
             pending_.insert(pending_.end(), std::make_move_iterator(events.begin()),
@@ -31,11 +32,27 @@ class connection_outbox final : public engine::outbox {
         if (wake) pn_connection_wake(conn_);
     }
 
+    // A resolver's answer for a link's attach (any thread).
+    struct resolved {
+        engine::link_id link;
+        size_t resolver;          // which resolver of the chain answered
+        plugins::resolution r;
+    };
+    void deliver_resolution(resolved&& r) {
+        std::lock_guard lock(mu_);
+        if (conn_ == nullptr) return;
+        const bool wake = pending_.empty() && resolutions_.empty();
+        resolutions_.push_back(std::move(r));
+        if (wake) pn_connection_wake(conn_);
+    }
+
     // Connection thread: swaps the pending events into `out` (which it clears).
-    void take(std::vector<engine::event>& out) {
+    void take(std::vector<engine::event>& out, std::vector<resolved>& res) {
         out.clear();
+        res.clear();
         std::lock_guard lock(mu_);
         out.swap(pending_);
+        res.swap(resolutions_);
     }
 
     // Connection thread, before the connection is freed.
@@ -43,12 +60,14 @@ class connection_outbox final : public engine::outbox {
         std::lock_guard lock(mu_);
         conn_ = nullptr;
         pending_.clear();
+        resolutions_.clear();
     }
 
   private:
     std::mutex mu_;
     pn_connection_t* conn_;
     std::vector<engine::event> pending_;
+    std::vector<resolved> resolutions_;
 };
 
 } // namespace wharf::server

@@ -40,6 +40,14 @@ void amqp_connection::on_link_open(pn_link_t* l) {
         c.browse = pn_terminus_get_distribution_mode(src) == PN_DIST_MODE_COPY;
         c.settle_on_send = pn_link_remote_snd_settle_mode(l) == PN_SND_SETTLED;
         c.out = outbox_;
+        lc->address = c.address;
+        if (!c.dynamic && !c.address.empty() && !settings_.resolvers.empty()) {
+            lc->pending_attach = std::move(c);
+            link_ctx& ref = *lc;
+            links_.emplace(ref.id, std::move(lc));
+            resolve(ref, 0);
+            return;
+        }
         commands_.push_back(std::move(c));
     } else {
         pn_terminus_t* tgt = pn_link_remote_target(l);
@@ -62,10 +70,84 @@ void amqp_connection::on_link_open(pn_link_t* l) {
             handle(refusal);
             return;
         }
+        lc->address = c.address;
+        if (!c.address.empty() && !settings_.resolvers.empty()) {
+            lc->pending_attach = std::move(c);
+            link_ctx& ref = *lc;
+            links_.emplace(ref.id, std::move(lc));
+            resolve(ref, 0);
+            return;
+        }
         commands_.push_back(std::move(c));
     }
     engine::link_id id = lc->id;
     links_.emplace(id, std::move(lc));
+}
+
+// Asks resolver `index` of the chain; its answer comes back through the
+// outbox (on this connection's thread), whichever thread gives it.
+void amqp_connection::resolve(link_ctx& lc, size_t index) {
+    if (index >= settings_.resolvers.size()) {
+        commands_.push_back(std::move(*lc.pending_attach));
+        lc.pending_attach.reset();
+        return;
+    }
+    std::weak_ptr<connection_outbox> out = outbox_;
+    const engine::link_id id = lc.id;
+    settings_.resolvers[index]->resolve(lc.address, [out, id, index](plugins::resolution r) {
+        if (auto o = out.lock()) o->deliver_resolution({id, index, std::move(r)});
+    });
+}
+
+void amqp_connection::handle(connection_outbox::resolved& r) {
+    link_ctx* lc = find(r.link);
+    if (lc == nullptr || lc->closed || lc->link == nullptr || !lc->pending_attach) return;
+    switch (r.r.what) {
+    case plugins::resolution::kind::pass:
+        resolve(*lc, r.resolver + 1);
+        break;
+    case plugins::resolution::kind::local:
+        resolve(*lc, settings_.resolvers.size()); // attach to the local queue engine
+        break;
+    case plugins::resolution::kind::redirect: {
+        error err{errc::redirect,
+                  "queue '" + lc->address + "' is on node " + r.r.node_id + " at " + r.r.host + ":" +
+                      std::to_string(r.r.port) + "; attach there"};
+        refuse_link(*lc, err, &r.r);
+        break;
+    }
+    case plugins::resolution::kind::refuse:
+        refuse_link(*lc, r.r.err, nullptr);
+        break;
+    }
+}
+
+void amqp_connection::refuse_link(link_ctx& lc, const error& err, const plugins::resolution* redirect) {
+    lc.pending_attach.reset();
+    pn_link_t* l = lc.link;
+    pn_terminus_set_type(lc.consumer ? pn_link_source(l) : pn_link_target(l), PN_UNSPECIFIED);
+    pn_link_open(l);
+    pn_condition_t* cond = pn_link_condition(l);
+    set_condition(cond, err.code, err.description);
+    if (redirect != nullptr) {
+        // AMQP 1.0 §2.8.15 link redirect: where the client should attach.
+        pn_data_t* info = pn_condition_info(cond);
+        pn_data_clear(info);
+        pn_data_put_map(info);
+        pn_data_enter(info);
+        auto put = [info](const char* key, const std::string& value) {
+            pn_data_put_symbol(info, pn_bytes(std::strlen(key), key));
+            pn_data_put_string(info, pn_bytes(value.size(), value.data()));
+        };
+        put("hostname", redirect->host);
+        put("network-host", redirect->host);
+        pn_data_put_symbol(info, pn_bytes(4, "port"));
+        pn_data_put_uint(info, redirect->port);
+        put("address", redirect->address.empty() ? lc.address : redirect->address);
+        pn_data_exit(info);
+    }
+    pn_link_close(l);
+    lc.closed = true;
 }
 
 void amqp_connection::handle(engine::ev_attached& ev) {
@@ -74,11 +156,7 @@ void amqp_connection::handle(engine::ev_attached& ev) {
     pn_link_t* l = lc->link;
     if (ev.err) {
         // Refuse: answer the attach with a null terminus, then detach with the reason.
-        pn_terminus_set_type(lc->consumer ? pn_link_source(l) : pn_link_target(l), PN_UNSPECIFIED);
-        pn_link_open(l);
-        set_condition(pn_link_condition(l), ev.err->code, ev.err->description);
-        pn_link_close(l);
-        lc->closed = true;
+        refuse_link(*lc, *ev.err, nullptr);
         return;
     }
     if (lc->consumer && pn_terminus_is_dynamic(pn_link_source(l)))

@@ -1,0 +1,109 @@
+#pragma once
+// The plugin API: everything a plugin may know of the broker, and everything
+// the broker knows of a plugin. Plugins are shared libraries
+// `wharf-plugin-NAME.so` exporting `wharf_plugin_factory_v1()`; the broker
+// names no plugin. Small interfaces, in the manner of Envoy's factories:
+// a factory validates its options once and creates the plugin once per node.
+//
+// Threads: factories and plugin start/stop run on the main thread.
+// address_resolver::resolve runs on a connection's proactor thread and must
+// not block; node_context methods are thread-safe.
+
+#include "broker/common/errors.hpp"
+#include "broker/common/result.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace wharf::plugins {
+
+// What an address means on this node.
+struct resolution {
+    enum class kind {
+        pass,     // not this resolver's business: ask the next one (none left: local)
+        local,    // the queue is here
+        redirect, // the queue is on another node: detach with amqp:link:redirect
+        refuse,   // detach with `err`
+    };
+    kind what = kind::pass;
+    std::string node_id;          // redirect: the owner
+    std::string host;             // redirect: where the owner is reached
+    uint16_t port = 0;
+    std::string address;          // redirect: the address at the owner
+    error err{errc::internal_error, {}};
+
+    static resolution local() { return {kind::local, {}, {}, 0, {}, {errc::internal_error, {}}}; }
+    static resolution pass() { return {}; }
+    static resolution refuse(errc code, std::string description) {
+        return {kind::refuse, {}, {}, 0, {}, {code, std::move(description)}};
+    }
+    static resolution redirect(std::string node, std::string host, uint16_t port, std::string address) {
+        return {kind::redirect, std::move(node), std::move(host), port, std::move(address),
+                {errc::internal_error, {}}};
+    }
+};
+
+// Takes part in deciding what an attach's address means.
+class address_resolver {
+  public:
+    virtual ~address_resolver() = default;
+    // Calls `done` exactly once, on any thread, now or later. Must not block.
+    virtual void resolve(std::string_view address, std::function<void(resolution)> done) = 0;
+};
+
+struct node_info {
+    std::string node_id;
+    std::string host;             // advertised
+    uint16_t port = 0;
+    std::string data_dir;
+    std::string metadata;         // --metadata, e.g. "sqlite:/path"
+};
+
+// The node's load, for placement.
+struct load_figures {
+    uint64_t queues = 0;
+    uint64_t messages = 0;
+    uint64_t connections = 0;
+};
+
+// What the broker offers a plugin.
+class node_context {
+  public:
+    virtual ~node_context() = default;
+    virtual const node_info& node() const = 0;
+    // Before start() returns: join the resolver chain (in plugin order).
+    virtual void add_resolver(address_resolver& r) = 0;
+    virtual load_figures load() = 0;
+    // Ends every link attached to one of `queues` with `err`.
+    virtual void detach_links(std::vector<std::string> queues, error err) = 0;
+};
+
+using options = std::map<std::string, std::vector<std::string>>;
+
+class plugin {
+  public:
+    virtual ~plugin() = default;
+    // Returns a message naming what failed (it stops the node at start).
+    virtual std::optional<std::string> start() = 0;
+    virtual void stop() = 0;
+};
+
+class plugin_factory {
+  public:
+    virtual ~plugin_factory() = default;
+    virtual std::string_view name() const = 0;
+    // A bad option: the message names the key ("plugin.wlm.placement: ...").
+    virtual std::optional<std::string> validate(const options& opts, const node_info& node) const = 0;
+    virtual std::unique_ptr<plugin> create(const options& opts, node_context& ctx) const = 0;
+};
+
+} // namespace wharf::plugins
+
+// Exported by every plugin library (C linkage: found with dlsym).
+extern "C" const wharf::plugins::plugin_factory* wharf_plugin_factory_v1();
