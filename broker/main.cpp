@@ -2,6 +2,7 @@
 
 #include "broker/config/node_config.hpp"
 #include "broker/engine/queue_engine.hpp"
+#include "broker/plugin_host.hpp"
 #include "broker/server/server.hpp"
 #include "broker/store/journal_store.hpp"
 
@@ -99,6 +100,19 @@ int main(int argc, char** argv) {
         std::printf("wharfd %s listening on %s\n", node_id.c_str(), addr.c_str());
         std::fflush(stdout);
     });
+    wharf::plugin_host plugins(*cfg, engine, &srv.connections());
+    if (auto bad = plugins.load_plugins()) {
+        spdlog::error("{}", *bad);
+        std::fprintf(stderr, "wharfd: %s\n", bad->c_str());
+        return 2;
+    }
+    if (auto bad = plugins.start()) {
+        spdlog::error("{}", *bad);
+        std::fprintf(stderr, "wharfd: %s\n", bad->c_str());
+        plugins.stop();
+        return 1;
+    }
+    srv.set_resolvers(plugins.resolvers());
     spdlog::info("{}: starting with {} threads, {} declared queues", cfg->node_id, cfg->threads,
                  cfg->queues.size());
     int rc = 0;
@@ -106,6 +120,7 @@ int main(int argc, char** argv) {
         signal_thread signals(srv);
         rc = srv.run();
     }
+    plugins.stop();
     spdlog::info("{}: stopped", cfg->node_id);
     return rc; // engine first, then the store (its last sync): reverse order of construction
 }

@@ -91,6 +91,12 @@ struct cmd_detach {
 // Periodic housekeeping: expiry.
 struct cmd_tick {};
 
+// Ends every link attached to one of these queues (ownership lost or moved).
+struct cmd_detach_queues {
+    std::vector<std::string> queues;
+    error err;
+};
+
 // The store made everything up to `epoch` stable (or failed to).
 struct cmd_synced {
     uint64_t epoch;
@@ -106,7 +112,8 @@ struct cmd_run {
 };
 
 using command = std::variant<cmd_attach_consumer, cmd_attach_producer, cmd_credit, cmd_publish,
-                             cmd_settle, cmd_detach, cmd_tick, cmd_synced, cmd_run>;
+                             cmd_settle, cmd_detach, cmd_tick, cmd_synced, cmd_detach_queues,
+                             cmd_run>;
 
 // ---- events: engine → connection ---------------------------------------
 

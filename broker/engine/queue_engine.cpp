@@ -486,6 +486,35 @@ void queue_engine::handle(cmd_detach& c) {
     producers_.erase(c.link);
 }
 
+void queue_engine::handle(cmd_detach_queues& c) {
+    for (const auto& name : c.queues) {
+        auto qi = queues_.find(name);
+        if (qi == queues_.end()) continue;
+        queue* q = qi->second.get();
+        for (auto it = consumers_.begin(); it != consumers_.end();) {
+            consumer& con = *it->second;
+            if (con.q != q) {
+                ++it;
+                continue;
+            }
+            // What the client held unsettled goes back, as on any detach.
+            for (auto& [seq, e] : con.acquired) q->restore(std::move(e));
+            q->remove_consumer(&con);
+            stage(con.out, ev_detach{con.id, c.err});
+            it = consumers_.erase(it);
+        }
+        for (auto it = producers_.begin(); it != producers_.end();) {
+            if (it->second.q != q) {
+                ++it;
+                continue;
+            }
+            stage(it->second.out.get(), ev_detach{it->first, c.err});
+            it = producers_.erase(it);
+        }
+        touch(q);
+    }
+}
+
 void queue_engine::handle(cmd_tick&) {
     const int64_t t = now();
     for (auto& [name, q] : queues_)

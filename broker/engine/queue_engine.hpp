@@ -99,6 +99,7 @@ class queue_engine final : private dispatch_sink {
     void handle(cmd_detach& c);
     void handle(cmd_tick& c);
     void handle(cmd_run& c);
+    void handle(cmd_detach_queues& c);
     void finish_run();
     void drain_backlog(producer& p);
     void answer(producer& p, ev_published&& ev, bool wait_for_store);

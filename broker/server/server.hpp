@@ -42,6 +42,9 @@ class server {
     void stop();
 
     size_t connection_count() const { return connection_count_.load(); }
+    const std::atomic<size_t>& connections() const { return connection_count_; }
+    // Before run(): the plugins' resolvers, asked in order on every attach.
+    void set_resolvers(std::vector<plugins::address_resolver*> r) { settings_.resolvers = std::move(r); }
 
   private:
     struct listener_ctx {

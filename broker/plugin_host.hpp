@@ -1,0 +1,52 @@
+#pragma once
+// plugin_host: loads the configured plugins, validates their options, and
+// is the node_context they see (the node's identity, the resolver chain,
+// load figures, detaching links through the queue engine).
+//
+// Main thread for load/start/stop; the node_context methods are thread-safe.
+
+#include "broker/config/node_config.hpp"
+#include "broker/engine/queue_engine.hpp"
+#include "plugins/api/plugin.hpp"
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace wharf {
+
+class plugin_host final : public plugins::node_context {
+  public:
+    plugin_host(const config::node_config& cfg, engine::queue_engine& engine,
+                const std::atomic<size_t>* connections);
+
+    // Loads, validates and creates every configured plugin. A message naming
+    // the plugin (and key) on failure: the node must not start.
+    std::optional<std::string> load_plugins();
+    std::optional<std::string> start();
+    void stop();
+
+    const std::vector<plugins::address_resolver*>& resolvers() const { return resolvers_; }
+    void set_connections(const std::atomic<size_t>* c) { connections_ = c; }
+
+    // node_context
+    const plugins::node_info& node() const override { return node_; }
+    void add_resolver(plugins::address_resolver& r) override { resolvers_.push_back(&r); }
+    plugins::load_figures load_now();
+    plugins::load_figures load() override { return load_now(); }
+    void detach_links(std::vector<std::string> queues, error err) override;
+
+  private:
+    const config::node_config& cfg_;
+    engine::queue_engine& engine_;
+    const std::atomic<size_t>* connections_;
+    plugins::node_info node_;
+    std::vector<std::unique_ptr<plugins::plugin>> plugins_;
+    std::vector<std::string> names_;
+    std::vector<plugins::address_resolver*> resolvers_;
+    size_t started_ = 0;
+};
+
+} // namespace wharf
