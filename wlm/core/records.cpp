@@ -1,0 +1,79 @@
+#include "wlm/core/records.hpp"
+
+#include <charconv>
+#include <map>
+
+namespace wharf::wlm {
+
+namespace {
+std::map<std::string, std::string, std::less<>> fields(std::string_view v) {
+    std::map<std::string, std::string, std::less<>> out;
+    while (!v.empty()) {
+        const size_t end = v.find(';');
+        std::string_view part = v.substr(0, end);
+        const size_t eq = part.find('=');
+        if (eq != std::string_view::npos) out.emplace(part.substr(0, eq), part.substr(eq + 1));
+        if (end == std::string_view::npos) break;
+        v.remove_prefix(end + 1);
+    }
+    return out;
+}
+template <class T> bool number(const std::string& s, T& out) {
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+    return ec == std::errc() && p == s.data() + s.size();
+}
+} // namespace
+
+std::string encode(const node_record& n) {
+    std::string groups;
+    for (const auto& g : n.load.groups) groups += (groups.empty() ? "" : ",") + g;
+    return "addr=" + n.host + ":" + std::to_string(n.port) + ";state=" +
+           std::string(to_string(n.load.st)) + ";queues=" + std::to_string(n.load.queues) +
+           ";messages=" + std::to_string(n.load.messages) + ";connections=" +
+           std::to_string(n.load.connections) + ";groups=" + groups;
+}
+
+std::optional<node_record> decode_node(std::string_view id, std::string_view value) {
+    auto f = fields(value);
+    node_record n;
+    n.load.node_id = std::string(id);
+    auto addr = f.find("addr");
+    if (addr == f.end()) return std::nullopt;
+    const size_t colon = addr->second.rfind(':');
+    if (colon == std::string::npos) return std::nullopt;
+    n.host = addr->second.substr(0, colon);
+    if (!number(addr->second.substr(colon + 1), n.port)) return std::nullopt;
+    const std::string st = f.count("state") ? f["state"] : "active";
+    n.load.st = st == "draining" ? node_load::state::draining
+                : st == "down"   ? node_load::state::down
+                                 : node_load::state::active;
+    if (f.count("queues")) number(f["queues"], n.load.queues);
+    if (f.count("messages")) number(f["messages"], n.load.messages);
+    if (f.count("connections")) number(f["connections"], n.load.connections);
+    if (f.count("groups")) {
+        std::string_view g = f["groups"];
+        while (!g.empty()) {
+            const size_t c = g.find(',');
+            if (c != 0) n.load.groups.emplace_back(g.substr(0, c));
+            if (c == std::string_view::npos) break;
+            g.remove_prefix(c + 1);
+        }
+    }
+    return n;
+}
+
+std::string encode(const owner_record& o) {
+    return "node=" + o.node + ";epoch=" + std::to_string(o.epoch) + ";reason=" + o.reason;
+}
+
+std::optional<owner_record> decode_owner(std::string_view value) {
+    auto f = fields(value);
+    owner_record o;
+    if (!f.count("node") || !f.count("epoch") || !number(f["epoch"], o.epoch)) return std::nullopt;
+    o.node = f["node"];
+    const size_t r = value.find(";reason=");
+    if (r != std::string_view::npos) o.reason = std::string(value.substr(r + 8));
+    return o;
+}
+
+} // namespace wharf::wlm

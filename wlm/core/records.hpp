@@ -1,0 +1,37 @@
+#pragma once
+// The WLM's records in the metadata store, as text values "k=v;k=v":
+//   nodes/<id>     addr=HOST:PORT;state=active;queues=N;messages=N;connections=N;groups=a,b
+//                  (tied to the node's membership lease: gone when it lapses)
+//   owners/<queue> node=<id>;epoch=<n>;reason=<placement decision, to the end>
+// Pure functions; any thread.
+
+#include "wlm/placement/load_table.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace wharf::wlm {
+
+inline constexpr std::string_view nodes_prefix = "nodes/";
+inline constexpr std::string_view owners_prefix = "owners/";
+
+struct node_record {
+    std::string host;
+    uint16_t port = 0;
+    node_load load;   // node_id, state, groups, figures
+};
+
+struct owner_record {
+    std::string node;
+    uint64_t epoch = 0;
+    std::string reason; // why this node: the placement decision (last field)
+};
+
+std::string encode(const node_record& n);
+std::optional<node_record> decode_node(std::string_view id, std::string_view value);
+std::string encode(const owner_record& o);
+std::optional<owner_record> decode_owner(std::string_view value);
+
+} // namespace wharf::wlm

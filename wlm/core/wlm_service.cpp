@@ -1,0 +1,357 @@
+#include "wlm/core/wlm_service.hpp"
+
+#include "wlm/metadata/sqlite_metadata_store.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <charconv>
+
+namespace wharf::wlm {
+
+namespace {
+std::string owner_key(std::string_view q) { return std::string(owners_prefix) + std::string(q); }
+std::string node_key(std::string_view n) { return std::string(nodes_prefix) + std::string(n); }
+
+result<double, std::string> seconds_of(const std::string& key, const std::vector<std::string>& v) {
+    double d = 0;
+    auto [p, ec] = std::from_chars(v[0].data(), v[0].data() + v[0].size(), d);
+    if (ec != std::errc() || p != v[0].data() + v[0].size() || !(d > 0))
+        return fail("plugin.wlm." + key + ": '" + v[0] + "' is not a positive number of seconds");
+    return d;
+}
+} // namespace
+
+result<wlm_options, std::string> parse_wlm_options(const plugins::options& opts) {
+    wlm_options o;
+    for (const auto& [key, values] : opts) {
+        if (values.empty()) return fail("plugin.wlm." + key + ": no value");
+        if (key == "placement") {
+            auto p = parse_policy_kind(values[0]);
+            if (!p) return fail("plugin.wlm.placement: " + p.error());
+            o.policy = *p;
+        } else if (key == "rules") {
+            auto r = parse_placement_rules(values);
+            if (!r) return fail("plugin.wlm.rules: " + r.error());
+            o.rules = std::move(*r);
+        } else if (key == "lease-ttl") {
+            auto s = seconds_of(key, values);
+            if (!s) return fail(s.error());
+            o.lease_ttl = std::chrono::milliseconds(static_cast<int64_t>(*s * 1000));
+            if (o.lease_ttl < std::chrono::milliseconds(500))
+                return fail(std::string("plugin.wlm.lease-ttl: at least 0.5 seconds"));
+        } else if (key == "poll-interval") {
+            auto s = seconds_of(key, values);
+            if (!s) return fail(s.error());
+            o.poll = std::chrono::milliseconds(std::max<int64_t>(10, static_cast<int64_t>(*s * 1000)));
+        } else if (key == "groups") {
+            o.groups = values;
+        } else {
+            return fail("plugin.wlm." + key +
+                        ": unknown key (known: placement, rules, lease-ttl, poll-interval, groups)");
+        }
+    }
+    return o;
+}
+
+wlm_service::wlm_service(wlm_options opts, plugins::node_context& ctx)
+    : opts_(std::move(opts)), ctx_(ctx), node_(ctx.node()) {}
+
+wlm_service::~wlm_service() { stop(); }
+
+std::optional<std::string> wlm_service::start() {
+    if (node_.metadata.rfind("sqlite:", 0) != 0)
+        return "no metadata store: start with --metadata sqlite:PATH (or metadata = \"sqlite:PATH\")";
+    auto s = sqlite_metadata_store::open(node_.metadata.substr(7));
+    if (!s) return s.error().description;
+    store_ = std::move(s.value());
+    if (auto bad = register_node()) return bad;
+    if (!load_all()) return "cannot read the cluster's state from " + node_.metadata;
+    serving_ = true;
+    next_heartbeat_ = std::chrono::steady_clock::now() + opts_.lease_ttl / 3;
+    ctx_.add_resolver(*this);
+    thread_ = std::thread([this] { run(); });
+    spdlog::info("{}: wlm: member of the cluster in {} ({} nodes known, {} queues owned)",
+                 node_.node_id, node_.metadata, nodes_.size(), owners_.size());
+    return std::nullopt;
+}
+
+void wlm_service::stop() {
+    {
+        std::lock_guard l(mu_);
+        if (stop_) return;
+        stop_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+    if (store_ && lease_ != 0) store_->revoke_lease(lease_); // leave the cluster now, not at lease expiry
+    std::deque<std::pair<std::string, done_fn>> left;
+    {
+        std::lock_guard l(mu_);
+        left.swap(requests_);
+    }
+    for (auto& [q, done] : left)
+        done(plugins::resolution::refuse(errc::detach_forced, "node " + node_.node_id + " is stopping"));
+}
+
+// ---- membership --------------------------------------------------------------
+
+std::optional<std::string> wlm_service::register_node() {
+    auto lease = store_->grant_lease(opts_.lease_ttl);
+    if (!lease) return lease.error().description;
+    lease_ = *lease;
+    node_record me;
+    me.host = node_.host;
+    me.port = node_.port;
+    me.load.node_id = node_.node_id;
+    me.load.groups = opts_.groups;
+    const std::string key = node_key(node_.node_id);
+    for (int attempt = 0; attempt < 5; ++attempt) {
+        auto cur = store_->get(key);
+        if (!cur) return cur.error().description;
+        uint64_t expected = 0;
+        if (*cur) {
+            auto old = decode_node(node_.node_id, (*cur)->value);
+            if (old && (old->host != me.host || old->port != me.port))
+                return "node id '" + node_.node_id + "' is already in use by a live node at " +
+                       old->host + ":" + std::to_string(old->port) + "; give this node another --node-id";
+            expected = (*cur)->version; // our own previous run: take its place
+        }
+        auto put = store_->compare_and_set(key, expected, encode(me), lease_);
+        if (put) {
+            node_version_ = *put;
+            return std::nullopt;
+        }
+        if (put.error().code != store_errc::conflict) return put.error().description;
+    }
+    return "cannot register node '" + node_.node_id + "': the key keeps changing";
+}
+
+void wlm_service::heartbeat() {
+    auto alive = store_->keep_alive(lease_);
+    if (!alive) {
+        if (alive.error().code == store_errc::lease_expired) {
+            lose_lease("its membership lease expired (not renewed within " +
+                       std::to_string(opts_.lease_ttl.count()) + " ms)");
+        } else {
+            spdlog::warn("{}: wlm: cannot renew the membership lease: {}", node_.node_id,
+                         alive.error().description);
+        }
+        return;
+    }
+    // Publish this node's load for the others' placement decisions.
+    const auto figures = ctx_.load();
+    node_record me;
+    me.host = node_.host;
+    me.port = node_.port;
+    me.load.node_id = node_.node_id;
+    me.load.groups = opts_.groups;
+    me.load.messages = figures.messages;
+    me.load.connections = figures.connections;
+    me.load.queues = figures.queues;
+    auto put = store_->compare_and_set(node_key(node_.node_id), node_version_, encode(me), lease_);
+    if (put) node_version_ = *put;
+    else if (put.error().code == store_errc::conflict) {
+        if (auto cur = store_->get(node_key(node_.node_id)); cur && *cur) node_version_ = (*cur)->version;
+    }
+}
+
+// No two nodes serve one queue: without a lease this node serves nothing
+// until it holds one again.
+void wlm_service::lose_lease(const std::string& why) {
+    serving_ = false;
+    std::vector<std::string> mine;
+    {
+        std::lock_guard l(mu_);
+        for (const auto& [q, o] : owners_)
+            if (o.node == node_.node_id) mine.push_back(q);
+    }
+    const std::string text = "node " + node_.node_id + " lost its cluster membership: " + why +
+                             "; its queues are unavailable until it rejoins";
+    spdlog::error("{}: wlm: {}; detaching the links of {} queues", node_.node_id, text, mine.size());
+    if (!mine.empty()) ctx_.detach_links(std::move(mine), error{errc::detach_forced, text});
+    if (!register_node()) {
+        serving_ = true;
+        spdlog::info("{}: wlm: rejoined the cluster", node_.node_id);
+    }
+}
+
+// ---- the caches ----------------------------------------------------------------
+
+bool wlm_service::load_all() {
+    auto rev = store_->revision();
+    auto nodes = store_->list(nodes_prefix);
+    auto owners = store_->list(owners_prefix);
+    if (!rev || !nodes || !owners) return false;
+    std::lock_guard l(mu_);
+    nodes_.clear();
+    owners_.clear();
+    for (const auto& kv : *nodes) {
+        const std::string id = kv.key.substr(nodes_prefix.size());
+        if (auto n = decode_node(id, kv.value)) nodes_[id] = std::move(*n);
+    }
+    for (const auto& kv : *owners)
+        if (auto o = decode_owner(kv.value)) owners_[kv.key.substr(owners_prefix.size())] = std::move(*o);
+    revision_ = *rev;
+    return true;
+}
+
+void wlm_service::apply(const change& c) {
+    const std::string& key = c.kv.key;
+    if (key.rfind(nodes_prefix, 0) == 0) {
+        const std::string id = key.substr(nodes_prefix.size());
+        if (c.kind == change::erase) {
+            nodes_.erase(id);
+        } else if (auto n = decode_node(id, c.kv.value)) {
+            nodes_[id] = std::move(*n);
+        }
+    } else if (key.rfind(owners_prefix, 0) == 0) {
+        const std::string q = key.substr(owners_prefix.size());
+        if (c.kind == change::erase) owners_.erase(q);
+        else if (auto o = decode_owner(c.kv.value)) owners_[q] = std::move(*o);
+    }
+}
+
+void wlm_service::poll_changes() {
+    auto changes = store_->changes_since("", revision_);
+    if (!changes) {
+        if (changes.error().code == store_errc::invalid) load_all(); // history pruned: start over
+        return;
+    }
+    bool lost_me = false;
+    {
+        std::lock_guard l(mu_);
+        for (const auto& c : *changes) {
+            apply(c);
+            revision_ = std::max(revision_, c.kv.version);
+            if (c.kind == change::erase && c.kv.key == node_key(node_.node_id)) lost_me = true;
+        }
+    }
+    if (lost_me && serving_) lose_lease("its membership record was removed (lease expired)");
+}
+
+// ---- resolving -------------------------------------------------------------------
+
+std::vector<node_load> wlm_service::candidates_locked() const {
+    std::map<std::string, uint64_t> owned;
+    for (const auto& [q, o] : owners_) ++owned[o.node];
+    std::vector<node_load> out;
+    for (const auto& [id, n] : nodes_) {
+        node_load l = n.load;
+        l.queues = owned[id]; // what the cluster knows now, not the last heartbeat
+        out.push_back(std::move(l));
+    }
+    return out;
+}
+
+plugins::resolution wlm_service::answer_locked(const std::string& queue) const {
+    auto o = owners_.find(queue);
+    if (o == owners_.end())
+        return plugins::resolution::refuse(errc::internal_error, "queue '" + queue + "' has no owner");
+    if (o->second.node == node_.node_id) return plugins::resolution::local();
+    auto n = nodes_.find(o->second.node);
+    if (n == nodes_.end())
+        return plugins::resolution::refuse(
+            errc::detach_forced, "queue '" + queue + "' is owned by node " + o->second.node +
+                                     ", which is down; it is unavailable until that node returns");
+    return plugins::resolution::redirect(o->second.node, n->second.host, n->second.port, queue);
+}
+
+void wlm_service::resolve(std::string_view address, done_fn done) {
+    if (!address.empty() && address[0] == '$') return done(plugins::resolution::pass());
+    if (!serving_)
+        return done(plugins::resolution::refuse(
+            errc::detach_forced, "node " + node_.node_id +
+                                     " has lost its cluster membership; its queues are unavailable "
+                                     "until it rejoins"));
+    const std::string queue(address);
+    {
+        std::lock_guard l(mu_);
+        if (owners_.count(queue)) {
+            auto r = answer_locked(queue);
+            // Answer outside the lock: done() may do anything.
+            mu_.unlock();
+            done(std::move(r));
+            mu_.lock();
+            return;
+        }
+        requests_.emplace_back(queue, std::move(done));
+    }
+    cv_.notify_one();
+}
+
+// A first use: read the owner, or place the queue and write its owner with
+// compare-and-set (a concurrent first use elsewhere may win: then read it).
+void wlm_service::assign(const std::string& queue) {
+    const std::string key = owner_key(queue);
+    for (int attempt = 0; attempt < 5; ++attempt) {
+        auto cur = store_->get(key);
+        if (!cur) break;
+        if (*cur) {
+            if (auto o = decode_owner((*cur)->value)) {
+                std::lock_guard l(mu_);
+                owners_[queue] = std::move(*o);
+            }
+            return;
+        }
+        owner_record rec;
+        {
+            std::lock_guard l(mu_);
+            auto d = place(queue, node_.node_id, candidates_locked(), opts_.rules, opts_.policy,
+                           opts_.weights, placement_);
+            if (!d) {
+                spdlog::warn("{}: wlm: cannot place queue '{}': {}", node_.node_id, queue, d.error());
+                return;
+            }
+            rec.node = d->node;
+            rec.epoch = 1;
+            rec.reason = d->reason;
+        }
+        std::replace(rec.reason.begin(), rec.reason.end(), ';', ',');
+        auto put = store_->compare_and_set(key, 0, encode(rec));
+        if (put) {
+            spdlog::info("{}: wlm: queue '{}' -> {} ({})", node_.node_id, queue, rec.node, rec.reason);
+            std::lock_guard l(mu_);
+            owners_[queue] = std::move(rec);
+            return;
+        }
+        if (put.error().code != store_errc::conflict) break;
+    }
+}
+
+void wlm_service::run() {
+    std::unique_lock l(mu_);
+    while (!stop_) {
+        cv_.wait_for(l, opts_.poll, [this] { return stop_ || !requests_.empty(); });
+        if (stop_) break;
+        std::deque<std::pair<std::string, done_fn>> work;
+        work.swap(requests_);
+        l.unlock();
+        poll_changes();
+        for (auto& [queue, done] : work) {
+            bool known;
+            {
+                std::lock_guard g(mu_);
+                known = owners_.count(queue) != 0;
+            }
+            if (!known) assign(queue);
+            plugins::resolution r;
+            {
+                std::lock_guard g(mu_);
+                r = owners_.count(queue)
+                        ? answer_locked(queue)
+                        : plugins::resolution::refuse(errc::detach_forced,
+                                                      "no node can take queue '" + queue +
+                                                          "' now (see the node's log)");
+            }
+            done(std::move(r));
+        }
+        if (std::chrono::steady_clock::now() >= next_heartbeat_) {
+            heartbeat();
+            next_heartbeat_ = std::chrono::steady_clock::now() + opts_.lease_ttl / 3;
+        }
+        l.lock();
+    }
+}
+
+} // namespace wharf::wlm
