@@ -15,13 +15,13 @@ class Wharfd:
     """A wharfd child process. Pass data_dir to restart a node on the same
     data (same node id)."""
 
-    def __init__(self, *args, config_text=None, data_dir=None):
+    def __init__(self, *args, config_text=None, data_dir=None, node_id="py", listen="127.0.0.1:0"):
         if not WHARFD or not os.path.exists(WHARFD):
             raise RuntimeError("set WHARFD to the path of the wharfd binary (got %r)" % WHARFD)
         self.dir = tempfile.mkdtemp(prefix="wharf-py-")
         self.data_dir = data_dir or os.path.join(self.dir, "data")
-        cmd = [WHARFD, "--listen", "127.0.0.1:0", "--node-id", "py",
-               "--data-dir", self.data_dir]
+        self.node_id = node_id
+        cmd = [WHARFD, "--listen", listen, "--node-id", node_id, "--data-dir", self.data_dir]
         if config_text is not None:
             path = os.path.join(self.dir, "wharfd.toml")
             with open(path, "w") as f:

@@ -1,0 +1,195 @@
+"""Three wharfd nodes sharing one SQLite metadata file, with the wlm plugin:
+every queue gets exactly one owner; the others redirect to it."""
+import os
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+
+import pytest
+from proton import Message
+from proton.utils import BlockingConnection, LinkDetached
+
+from conftest import WHARFD, Wharfd
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Cluster:
+    def __init__(self, n=3, lease_ttl=None):
+        self.dir = tempfile.mkdtemp(prefix="wharf-cluster-")
+        self.metadata = os.path.join(self.dir, "meta.db")
+        self.nodes = []
+        for i in range(1, n + 1):
+            args = ["--plugin", "wlm", "--metadata", "sqlite:" + self.metadata]
+            config = None
+            if lease_ttl:
+                config = ("plugins = [\"wlm\"]\n[plugin.wlm]\nlease-ttl = %s\npoll-interval = 0.05\n"
+                          % lease_ttl)
+                args = ["--metadata", "sqlite:" + self.metadata]
+            self.nodes.append(Wharfd(*args, config_text=config, node_id="n%d" % i,
+                                     listen="127.0.0.1:%d" % free_port()))
+        self.by_port = {n.port: n for n in self.nodes}
+
+    def stop(self):
+        for n in self.nodes:
+            if n.proc.poll() is None:
+                os.kill(n.pid, signal.SIGCONT)
+                n.stop()
+
+
+@pytest.fixture
+def cluster():
+    c = Cluster()
+    yield c
+    c.stop()
+
+
+def connect(node):
+    return BlockingConnection(node.url, timeout=10, sasl_enabled=False)
+
+
+def attach(node, queue):
+    """'local' if `node` serves `queue`, else the redirect's info (or the error)."""
+    conn = connect(node)
+    try:
+        r = conn.create_receiver(queue)
+        r.close()
+        return "local"
+    except LinkDetached as e:
+        cond = e.link.remote_condition
+        return {"condition": cond.name, "description": cond.description,
+                "info": dict(cond.info) if cond.info else {}}
+    finally:
+        conn.close()
+
+
+def test_thirty_queues_spread_evenly_over_three_nodes(cluster):
+    first = cluster.nodes[0]
+    counts = {n.node_id: 0 for n in cluster.nodes}
+    for i in range(30):
+        got = attach(first, "spread-%d" % i)
+        if got == "local":
+            counts[first.node_id] += 1
+        else:
+            assert got["condition"] == "amqp:link:redirect", got
+            counts[cluster.by_port[int(got["info"]["port"])].node_id] += 1
+    assert sum(counts.values()) == 30
+    assert max(counts.values()) - min(counts.values()) <= 1, counts
+
+
+def test_redirect_names_the_owner_and_the_owner_serves(cluster):
+    first = cluster.nodes[0]
+    for i in range(10):  # find a queue that lives elsewhere
+        queue = "elsewhere-%d" % i
+        got = attach(first, queue)
+        if got != "local":
+            break
+    assert got != "local"
+    info = got["info"]
+    assert got["condition"] == "amqp:link:redirect"
+    assert info["hostname"] == "127.0.0.1" and info["network-host"] == "127.0.0.1"
+    assert info["address"] == queue
+    assert "attach there" in got["description"]
+    owner = cluster.by_port[int(info["port"])]
+    # Following the redirect works: the owner serves the queue.
+    conn = connect(owner)
+    try:
+        conn.create_sender(queue).send(Message(body="found you"))
+        rcv = conn.create_receiver(queue, credit=1)
+        assert rcv.receive(timeout=10).body == "found you"
+        rcv.accept()
+    finally:
+        conn.close()
+    # Every other node sends clients to the same owner.
+    for n in cluster.nodes:
+        if n is not owner:
+            assert int(attach(n, queue)["info"]["port"]) == owner.port
+
+
+def test_same_queue_at_all_nodes_at_once_gets_one_owner(cluster):
+    for round_ in range(5):
+        queue = "race-%d" % round_
+        barrier = threading.Barrier(len(cluster.nodes))
+        results = {}
+
+        def go(node):
+            conn = connect(node)  # connect first, so the attaches start together
+            barrier.wait()
+            try:
+                conn.create_receiver(queue).close()
+                results[node.node_id] = ("local", node.port)
+            except LinkDetached as e:
+                cond = e.link.remote_condition
+                results[node.node_id] = (cond.name, int(cond.info["port"]))
+            finally:
+                conn.close()
+
+        threads = [threading.Thread(target=go, args=(n,)) for n in cluster.nodes]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=30)
+        locals_ = [k for k, v in results.items() if v[0] == "local"]
+        assert len(locals_) == 1, results
+        owner_port = results[locals_[0]][1]
+        assert all(v[1] == owner_port for v in results.values()), results
+
+
+def test_a_node_that_loses_its_lease_detaches_its_links_and_rejoins():
+    c = Cluster(lease_ttl="1")
+    try:
+        n1, n2 = c.nodes[0], c.nodes[1]
+        queue = None
+        for i in range(20):
+            if attach(n1, "lease-%d" % i) == "local":
+                queue = "lease-%d" % i
+                break
+        assert queue
+        conn = connect(n1)
+        rcv = conn.create_receiver(queue, credit=10)
+        os.kill(n1.pid, signal.SIGSTOP)  # n1 stops renewing its lease
+        try:
+            deadline = time.monotonic() + 15
+            while time.monotonic() < deadline:
+                got = attach(n2, queue)
+                if got != "local" and got["condition"] == "amqp:link:detach-forced":
+                    break
+                time.sleep(0.1)  # poll interval; the condition is checked with a deadline
+            assert "which is down" in got["description"], got
+        finally:
+            os.kill(n1.pid, signal.SIGCONT)
+        # n1 finds its lease gone: its consumer is detached, saying why.
+        with pytest.raises(LinkDetached) as err:
+            rcv.receive(timeout=15)
+        assert "amqp:link:detach-forced" in str(err.value)
+        assert "lost its cluster membership" in str(err.value)
+        conn.close()
+        # It rejoins and serves its queue again.
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and attach(n1, queue) != "local":
+            time.sleep(0.1)
+        assert attach(n1, queue) == "local"
+    finally:
+        c.stop()
+
+
+def test_wlm_config_errors_stop_the_node_naming_the_key(tmp_path):
+    res = subprocess.run([WHARFD, "--listen", "127.0.0.1:0", "--data-dir", str(tmp_path / "d"),
+                          "--plugin", "wlm"], capture_output=True, text=True, timeout=30)
+    assert res.returncode == 2
+    assert "metadata" in res.stderr
+    cfg = tmp_path / "c.toml"
+    cfg.write_text("plugins = [\"wlm\"]\nmetadata = \"sqlite:%s\"\n[plugin.wlm]\nplacement = \"random\"\n"
+                   % (tmp_path / "m.db"))
+    res = subprocess.run([WHARFD, "--listen", "127.0.0.1:%d" % free_port(), "--data-dir",
+                          str(tmp_path / "d2"), "--config", str(cfg)],
+                         capture_output=True, text=True, timeout=30)
+    assert res.returncode == 2
+    assert "plugin.wlm.placement" in res.stderr
