@@ -104,6 +104,7 @@ class amqp_connection {
     void handle(engine::ev_detach& ev);
     void handle(connection_outbox::resolved& r);
     void resolve(link_ctx& lc, size_t resolver);
+    std::optional<error> route_anonymous(const std::string& to);
     void refuse_link(link_ctx& lc, const error& err, const plugins::resolution* redirect);
 
     void detach_link(link_ctx& lc);

@@ -291,7 +291,15 @@ void amqp_connection::on_incoming(link_ctx& lc, pn_delivery_t* d) {
     if (info->absolute_expiry_ms && *info->absolute_expiry_ms > 0 &&
         (m.expiry_ms == 0 || *info->absolute_expiry_ms < m.expiry_ms))
         m.expiry_ms = *info->absolute_expiry_ms;
-    if (lc.anonymous && info->to) m.to = std::move(*info->to);
+    if (lc.anonymous && info->to) {
+        if (auto refusal = route_anonymous(*info->to)) {
+            if (presettled) pn_delivery_settle(d);
+            else reject_now(d, refusal->code, refusal->description);
+            top_up_credit(lc);
+            return;
+        }
+        m.to = std::move(*info->to);
+    }
     mark_dirty(lc);
     lc.to_publish.push_back(std::move(m));
     if (presettled) {
@@ -301,6 +309,29 @@ void amqp_connection::on_incoming(link_ctx& lc, pn_delivery_t* d) {
         lc.awaiting.push_back(d);
     }
     top_up_credit(lc);
+}
+
+// In a cluster, an anonymous-relay message goes into a local queue only if
+// this node owns it: no two nodes may serve one queue. (Relaying it to the
+// owner is the proxy's job.)
+std::optional<error> amqp_connection::route_anonymous(const std::string& to) {
+    for (auto* r : settings_.resolvers) {
+        auto res = r->lookup(to);
+        if (!res)
+            return error{errc::not_found, "queue '" + to +
+                                              "' has no owner yet; the cluster is placing it now: "
+                                              "send the message again"};
+        switch (res->what) {
+        case plugins::resolution::kind::pass: continue;
+        case plugins::resolution::kind::local: return std::nullopt;
+        case plugins::resolution::kind::redirect:
+            return error{errc::not_found, "queue '" + to + "' is on node " + res->node_id + " at " +
+                                              res->host + ":" + std::to_string(res->port) +
+                                              "; send it there (this node does not relay)"};
+        case plugins::resolution::kind::refuse: return res->err;
+        }
+    }
+    return std::nullopt;
 }
 
 void amqp_connection::handle(engine::ev_published& ev) {

@@ -193,3 +193,25 @@ def test_wlm_config_errors_stop_the_node_naming_the_key(tmp_path):
                          capture_output=True, text=True, timeout=30)
     assert res.returncode == 2
     assert "plugin.wlm.placement" in res.stderr
+
+
+def test_anonymous_relay_never_makes_a_second_owner(cluster):
+    first = cluster.nodes[0]
+    # A queue that lives elsewhere.
+    for i in range(10):
+        queue = "anon-%d" % i
+        got = attach(first, queue)
+        if got != "local":
+            break
+    conn = connect(first)
+    try:
+        anon = conn.create_sender(None)
+        from proton.utils import SendException
+        with pytest.raises(SendException):
+            anon.send(Message(address=queue, body="wrong node"))
+    finally:
+        conn.close()
+    owner = cluster.by_port[int(got["info"]["port"])]
+    # Still exactly one owner, and the message was not queued at the first node.
+    assert attach(owner, queue) == "local"
+    assert attach(first, queue) != "local"

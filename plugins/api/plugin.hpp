@@ -55,6 +55,13 @@ class address_resolver {
     virtual ~address_resolver() = default;
     // Calls `done` exactly once, on any thread, now or later. Must not block.
     virtual void resolve(std::string_view address, std::function<void(resolution)> done) = 0;
+    // The answer if it is known now (anonymous-relay messages, one call per
+    // message: must be cheap); nullopt when it is not known yet, in which
+    // case the resolver may start finding out.
+    virtual std::optional<resolution> lookup(std::string_view address) {
+        (void)address;
+        return resolution::pass();
+    }
 };
 
 struct node_info {

@@ -280,6 +280,21 @@ void wlm_service::resolve(std::string_view address, done_fn done) {
     cv_.notify_one();
 }
 
+std::optional<plugins::resolution> wlm_service::lookup(std::string_view address) {
+    if (!address.empty() && address[0] == '$') return plugins::resolution::pass();
+    if (!serving_)
+        return plugins::resolution::refuse(errc::detach_forced,
+                                           "node " + node_.node_id + " has lost its cluster membership");
+    const std::string queue(address);
+    {
+        std::lock_guard l(mu_);
+        if (owners_.count(queue)) return answer_locked(queue);
+        requests_.emplace_back(queue, [](plugins::resolution) {}); // place it now, for the next try
+    }
+    cv_.notify_one();
+    return std::nullopt;
+}
+
 // A first use: read the owner, or place the queue and write its owner with
 // compare-and-set (a concurrent first use elsewhere may win: then read it).
 void wlm_service::assign(const std::string& queue) {
