@@ -10,7 +10,8 @@ build_pkgs=(cmake g++ make pkg-config
   libtomlplusplus-dev                             # config file parser
   libcli11-dev                                    # command-line flags
   libspdlog-dev libfmt-dev                        # logging
-  zlib1g-dev)                                     # CRC-32 of journal records
+  zlib1g-dev                                      # CRC-32 of journal records
+  libsqlite3-dev)                                 # the cluster metadata store (wlm)
 test_pkgs=(googletest libgtest-dev libgmock-dev   # unit and component tests
   python3-qpid-proton python3-pytest)             # interop tests with Python Proton
 bench_pkgs=(libqpid-proton11-dev-examples         # the Proton example broker, our baseline
