@@ -1,0 +1,75 @@
+#include "wlm/core/records.hpp"
+#include "wlm/core/wlm_service.hpp"
+
+#include <gtest/gtest.h>
+
+namespace wharf::wlm {
+namespace {
+
+TEST(wlm_records, node_round_trip) {
+    node_record n;
+    n.host = "10.0.0.5";
+    n.port = 5673;
+    n.load.node_id = "n2";
+    n.load.st = node_load::state::draining;
+    n.load.groups = {"eu", "fast"};
+    n.load.queues = 7;
+    n.load.messages = 1234;
+    n.load.connections = 9;
+    auto back = decode_node("n2", encode(n));
+    ASSERT_TRUE(back);
+    EXPECT_EQ(back->host, "10.0.0.5");
+    EXPECT_EQ(back->port, 5673);
+    EXPECT_EQ(back->load.node_id, "n2");
+    EXPECT_EQ(back->load.st, node_load::state::draining);
+    EXPECT_EQ(back->load.groups, (std::vector<std::string>{"eu", "fast"}));
+    EXPECT_EQ(back->load.queues, 7u);
+    EXPECT_EQ(back->load.messages, 1234u);
+    EXPECT_EQ(back->load.connections, 9u);
+}
+
+TEST(wlm_records, owner_round_trip_keeps_the_reason) {
+    owner_record o{"n3", 4, "least-loaded: n1=1.0 n2=2.0 n3=0.0 -> n3"};
+    auto back = decode_owner(encode(o));
+    ASSERT_TRUE(back);
+    EXPECT_EQ(back->node, "n3");
+    EXPECT_EQ(back->epoch, 4u);
+    EXPECT_EQ(back->reason, o.reason);
+}
+
+TEST(wlm_records, garbage_is_refused) {
+    EXPECT_FALSE(decode_node("n1", "state=active"));
+    EXPECT_FALSE(decode_node("n1", "addr=nohostport"));
+    EXPECT_FALSE(decode_node("n1", "addr=h:notaport"));
+    EXPECT_FALSE(decode_owner("node=n1"));
+    EXPECT_FALSE(decode_owner("node=n1;epoch=x"));
+}
+
+TEST(wlm_options, parse_and_errors_name_the_key) {
+    plugins::options ok{{"placement", {"consistent-hash"}},
+                        {"rules", {"orders.* -> node:n2"}},
+                        {"lease-ttl", {"2.5"}},
+                        {"groups", {"eu"}}};
+    auto o = parse_wlm_options(ok);
+    ASSERT_TRUE(o) << o.error();
+    EXPECT_EQ(o->policy, policy_kind::consistent_hash);
+    EXPECT_EQ(o->rules.size(), 1u);
+    EXPECT_EQ(o->lease_ttl.count(), 2500);
+    EXPECT_EQ(o->groups, (std::vector<std::string>{"eu"}));
+
+    auto bad_policy = parse_wlm_options({{"placement", {"random"}}});
+    ASSERT_FALSE(bad_policy);
+    EXPECT_NE(bad_policy.error().find("plugin.wlm.placement"), std::string::npos) << bad_policy.error();
+    auto bad_rule = parse_wlm_options({{"rules", {"orders.* => n2"}}});
+    ASSERT_FALSE(bad_rule);
+    EXPECT_NE(bad_rule.error().find("plugin.wlm.rules"), std::string::npos) << bad_rule.error();
+    auto bad_ttl = parse_wlm_options({{"lease-ttl", {"-1"}}});
+    ASSERT_FALSE(bad_ttl);
+    EXPECT_NE(bad_ttl.error().find("plugin.wlm.lease-ttl"), std::string::npos) << bad_ttl.error();
+    auto unknown = parse_wlm_options({{"lease-tll", {"1"}}});
+    ASSERT_FALSE(unknown);
+    EXPECT_NE(unknown.error().find("unknown key"), std::string::npos) << unknown.error();
+}
+
+} // namespace
+} // namespace wharf::wlm
