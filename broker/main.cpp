@@ -71,7 +71,16 @@ int main(int argc, char** argv) {
 
     std::signal(SIGXFSZ, SIG_IGN); // a file-size limit is a write error, not a crash
 
-    // Recovery comes first: the node listens only once every stored message
+    // Plugins are loaded and their options checked before anything slow:
+    // a bad plugin or option stops the node at once (exit 2).
+    wharf::plugin_host plugins(*cfg);
+    if (auto bad = plugins.load_plugins()) {
+        spdlog::error("{}", *bad);
+        std::fprintf(stderr, "wharfd: %s\n", bad->c_str());
+        return 2;
+    }
+
+    // Recovery comes next: the node listens only once every stored message
     // is back in its queue.
     wharf::store::recovery_report recovered;
     auto opened = wharf::store::journal_store::open({cfg->data_dir, cfg->node_id}, recovered);
@@ -100,12 +109,7 @@ int main(int argc, char** argv) {
         std::printf("wharfd %s listening on %s\n", node_id.c_str(), addr.c_str());
         std::fflush(stdout);
     });
-    wharf::plugin_host plugins(*cfg, engine, &srv.connections());
-    if (auto bad = plugins.load_plugins()) {
-        spdlog::error("{}", *bad);
-        std::fprintf(stderr, "wharfd: %s\n", bad->c_str());
-        return 2;
-    }
+    plugins.bind(engine, &srv.connections());
     if (auto bad = plugins.start()) {
         spdlog::error("{}", *bad);
         std::fprintf(stderr, "wharfd: %s\n", bad->c_str());

@@ -6,9 +6,7 @@
 
 namespace wharf {
 
-plugin_host::plugin_host(const config::node_config& cfg, engine::queue_engine& engine,
-                         const std::atomic<size_t>* connections)
-    : cfg_(cfg), engine_(engine), connections_(connections) {
+plugin_host::plugin_host(const config::node_config& cfg) : cfg_(cfg) {
     node_.node_id = cfg.node_id;
     node_.data_dir = cfg.data_dir;
     node_.metadata = cfg.metadata;
@@ -50,7 +48,8 @@ void plugin_host::stop() {
 
 plugins::load_figures plugin_host::load_now() {
     plugins::load_figures f;
-    for (const auto& q : engine_.stats()) {
+    if (engine_ == nullptr) return f;
+    for (const auto& q : engine_->stats()) {
         if (q.dynamic) continue;
         ++f.queues;
         f.messages += q.depth;
@@ -60,7 +59,7 @@ plugins::load_figures plugin_host::load_now() {
 }
 
 void plugin_host::detach_links(std::vector<std::string> queues, error err) {
-    engine_.post(engine::cmd_detach_queues{std::move(queues), std::move(err)});
+    if (engine_ != nullptr) engine_->post(engine::cmd_detach_queues{std::move(queues), std::move(err)});
 }
 
 } // namespace wharf

@@ -19,8 +19,12 @@ namespace wharf {
 
 class plugin_host final : public plugins::node_context {
   public:
-    plugin_host(const config::node_config& cfg, engine::queue_engine& engine,
-                const std::atomic<size_t>* connections);
+    explicit plugin_host(const config::node_config& cfg);
+    // Before start(): what the node_context methods reach.
+    void bind(engine::queue_engine& engine, const std::atomic<size_t>* connections) {
+        engine_ = &engine;
+        connections_ = connections;
+    }
 
     // Loads, validates and creates every configured plugin. A message naming
     // the plugin (and key) on failure: the node must not start.
@@ -29,7 +33,6 @@ class plugin_host final : public plugins::node_context {
     void stop();
 
     const std::vector<plugins::address_resolver*>& resolvers() const { return resolvers_; }
-    void set_connections(const std::atomic<size_t>* c) { connections_ = c; }
 
     // node_context
     const plugins::node_info& node() const override { return node_; }
@@ -40,8 +43,8 @@ class plugin_host final : public plugins::node_context {
 
   private:
     const config::node_config& cfg_;
-    engine::queue_engine& engine_;
-    const std::atomic<size_t>* connections_;
+    engine::queue_engine* engine_ = nullptr;
+    const std::atomic<size_t>* connections_ = nullptr;
     plugins::node_info node_;
     std::vector<std::unique_ptr<plugins::plugin>> plugins_;
     std::vector<std::string> names_;
