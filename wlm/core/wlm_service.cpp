@@ -265,17 +265,15 @@ void wlm_service::resolve(std::string_view address, done_fn done) {
                                      " has lost its cluster membership; its queues are unavailable "
                                      "until it rejoins"));
     const std::string queue(address);
+    std::optional<plugins::resolution> known;
     {
         std::lock_guard l(mu_);
-        if (owners_.count(queue)) {
-            auto r = answer_locked(queue);
-            // Answer outside the lock: done() may do anything.
-            mu_.unlock();
-            done(std::move(r));
-            mu_.lock();
-            return;
-        }
-        requests_.emplace_back(queue, std::move(done));
+        if (owners_.count(queue)) known = answer_locked(queue);
+        else requests_.emplace_back(queue, std::move(done));
+    }
+    if (known) {
+        done(std::move(*known)); // outside the lock: done() may do anything
+        return;
     }
     cv_.notify_one();
 }
