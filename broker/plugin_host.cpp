@@ -59,7 +59,7 @@ plugins::load_figures plugin_host::load_now() {
 }
 
 void plugin_host::detach_links(std::vector<std::string> queues, error err) {
-    if (engine_ != nullptr) engine_->post(engine::cmd_detach_queues{std::move(queues), std::move(err)});
+    if (engine_ != nullptr) engine_->post_detached(engine::cmd_detach_queues{std::move(queues), std::move(err)});
 }
 
 } // namespace wharf

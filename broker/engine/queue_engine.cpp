@@ -24,12 +24,21 @@ queue_engine::queue_engine(engine_options opts, message_store& store)
         auto q = std::make_unique<queue>(d.name, d.policy, false);
         queues_.emplace(d.name, std::move(q));
     }
+    runner_thread_ = std::thread([this] { runner(); });
     store_.set_synced_callback([this](uint64_t epoch, bool ok, const std::string& reason) {
-        post(cmd_synced{epoch, ok, reason});
+        post_detached(cmd_synced{epoch, ok, reason});
     });
 }
 
-queue_engine::~queue_engine() { store_.set_synced_callback(nullptr); }
+queue_engine::~queue_engine() {
+    store_.set_synced_callback(nullptr);
+    {
+        std::lock_guard lock(mu_);
+        runner_stop_ = true;
+    }
+    runner_cv_.notify_all();
+    runner_thread_.join();
+}
 
 void queue_engine::load(const std::string& name, std::vector<queue_entry>&& entries) {
     auto it = queues_.find(name);
@@ -56,6 +65,26 @@ void queue_engine::post(std::vector<command>&& batch) {
         if (running_) return; // the running thread will pick it up
         running_ = true;
     }
+    drain_inbox();
+}
+
+// For threads that must not be kept busy running the strand (the store's
+// writer, plugins' workers): the engine's own runner thread takes it.
+void queue_engine::post_detached(command&& c) {
+    {
+        std::lock_guard lock(mu_);
+        std::vector<command> batch;
+        batch.push_back(std::move(c));
+        inbox_.push_back(std::move(batch));
+        if (running_) return;
+        running_ = true;
+        runner_wanted_ = true;
+    }
+    runner_cv_.notify_one();
+}
+
+// Runs the strand until the inbox is empty; the caller set running_.
+void queue_engine::drain_inbox() {
     std::vector<std::vector<command>> work;
     for (;;) {
         {
@@ -70,6 +99,18 @@ void queue_engine::post(std::vector<command>&& batch) {
             for (auto& c : b) run(c);
         work.clear();
         finish_run();
+    }
+}
+
+void queue_engine::runner() {
+    std::unique_lock lock(mu_);
+    for (;;) {
+        runner_cv_.wait(lock, [this] { return runner_wanted_ || runner_stop_; });
+        if (runner_stop_) return;
+        runner_wanted_ = false;
+        lock.unlock();
+        drain_inbox();
+        lock.lock();
     }
 }
 
@@ -125,14 +166,14 @@ void queue_engine::finish_run() {
         if (epoch == 0) {
             auto it = producers_.find(w.ev.link);
             if (it != producers_.end() && it->second.unsynced > 0) --it->second.unsynced;
-            stage(w.out.get(), std::move(w.ev));
+            stage(w.out, std::move(w.ev));
         } else {
             w.epoch = epoch;
             waiting_.push_back(std::move(w));
         }
     }
     this_run_.clear();
-    for (outbox* o : dirty_) {
+    for (auto& o : dirty_) {
         o->dirty_ = false;
         o->deliver(std::move(o->staged_));
         o->staged_.clear();
@@ -144,8 +185,10 @@ void queue_engine::touch(queue* q) {
     if (q->mark_touched()) touched_.push_back(q);
 }
 
-void queue_engine::stage(outbox* o, event&& ev) {
-    if (o == nullptr) return;
+// The outbox is kept alive until the run hands its events over: the link
+// (and the connection) may be gone by then.
+void queue_engine::stage(const std::shared_ptr<outbox>& o, event&& ev) {
+    if (!o) return;
     if (!o->dirty_) {
         o->dirty_ = true;
         dirty_.push_back(o);
@@ -188,12 +231,12 @@ void queue_engine::delete_queue(queue* q) {
             ++it;
             continue;
         }
-        stage(it->second->out, ev_detach{it->first, gone});
+        stage(it->second->out_owner, ev_detach{it->first, gone});
         it = consumers_.erase(it);
     }
     for (auto& [id, p] : producers_) {
         if (p.q != q) continue;
-        stage(p.out.get(), ev_detach{id, gone});
+        stage(p.out, ev_detach{id, gone});
         p.q = nullptr;
         p.out.reset(); // keep the entry: later publishes fail cleanly
     }
@@ -203,16 +246,23 @@ void queue_engine::delete_queue(queue* q) {
 
 void queue_engine::dead_letter(queue& from, queue_entry&& e) {
     const std::string& target = from.policy().dead_letter_queue;
-    forget_stored(from, e);
-    if (target.empty() || target == from.name()) return; // dropped by policy
+    if (target.empty() || target == from.name()) { // dropped by policy
+        forget_stored(from, e);
+        return;
+    }
     auto it = queues_.find(target);
     queue* dlq = it != queues_.end() ? it->second.get() : create_queue(target, false);
+    // The DLQ's enqueue record goes first, so that a crash between the two
+    // records leaves the message twice rather than nowhere.
+    const bool was_stored = e.persistent;
+    const uint64_t old_seq = e.seq;
     e.excluded.reset();
     e.expiry_ms = 0; // it has expired already, or must not expire from the DLQ unseen
     ++from.counters_for_update().dead_lettered;
     e.persistent = e.durable && dlq->policy().durable && store_.writable();
     dlq->enqueue(std::move(e));
     if (dlq->last_entry().persistent) store_.on_enqueue(dlq->name(), dlq->last_entry());
+    if (was_stored) store_.on_remove(from.name(), old_seq);
     touch(dlq);
 }
 
@@ -242,7 +292,7 @@ void queue_engine::handle(cmd_attach_consumer& c) {
     } else {
         auto r = resolve(c.address, opts_.auto_create_queues);
         if (!r) {
-            stage(c.out.get(), ev_attached{c.link, r.error(), c.address});
+            stage(c.out, ev_attached{c.link, r.error(), c.address});
             return;
         }
         q = r.value();
@@ -255,7 +305,7 @@ void queue_engine::handle(cmd_attach_consumer& c) {
     con->browse = c.browse;
     con->settle_on_send = c.settle_on_send || c.browse;
     q->add_consumer(con.get());
-    stage(con->out, ev_attached{c.link, std::nullopt, q->name()});
+    stage(con->out_owner, ev_attached{c.link, std::nullopt, q->name()});
     consumers_.emplace(c.link, std::move(con));
     touch(q);
 }
@@ -265,14 +315,14 @@ void queue_engine::handle(cmd_attach_producer& c) {
     if (!c.address.empty()) {
         auto r = resolve(c.address, opts_.auto_create_queues);
         if (!r) {
-            stage(p.out.get(), ev_attached{c.link, r.error(), c.address});
+            stage(p.out, ev_attached{c.link, r.error(), c.address});
             return;
         }
         p.q = r.value();
         if (p.q->policy().overflow == config::overflow_policy::block && p.q->full(0))
             set_blocked(p, p.q);
     }
-    stage(p.out.get(), ev_attached{c.link, std::nullopt, p.q ? p.q->name() : std::string()});
+    stage(p.out, ev_attached{c.link, std::nullopt, p.q ? p.q->name() : std::string()});
     producers_.emplace(c.link, std::move(p));
 }
 
@@ -319,7 +369,7 @@ void queue_engine::drain_backlog(producer& p) {
 // the store's sync, and so does every later answer to the same producer.
 void queue_engine::answer(producer& p, ev_published&& ev, bool wait_for_store) {
     if (!wait_for_store && p.unsynced == 0) {
-        stage(p.out.get(), std::move(ev));
+        stage(p.out, std::move(ev));
         return;
     }
     ++p.unsynced;
@@ -348,7 +398,7 @@ void queue_engine::handle(cmd_synced& c) {
         }
         auto it = producers_.find(w.ev.link);
         if (it != producers_.end() && it->second.unsynced > 0) --it->second.unsynced;
-        stage(w.out.get(), std::move(w.ev));
+        stage(w.out, std::move(w.ev));
     }
 }
 
@@ -360,7 +410,7 @@ void queue_engine::set_blocked(producer& p, queue* full_queue) {
     const bool blocked = full_queue != nullptr;
     if (blocked == p.blocked) return;
     p.blocked = blocked;
-    stage(p.out.get(), ev_flow_control{p.id, blocked});
+    stage(p.out, ev_flow_control{p.id, blocked});
 }
 
 queue_engine::publish_step queue_engine::publish_one(producer& p, incoming_message& m, int64_t t) {
@@ -500,7 +550,7 @@ void queue_engine::handle(cmd_detach_queues& c) {
             // What the client held unsettled goes back, as on any detach.
             for (auto& [seq, e] : con.acquired) q->restore(std::move(e));
             q->remove_consumer(&con);
-            stage(con.out, ev_detach{con.id, c.err});
+            stage(con.out_owner, ev_detach{con.id, c.err});
             it = consumers_.erase(it);
         }
         for (auto it = producers_.begin(); it != producers_.end();) {
@@ -508,7 +558,7 @@ void queue_engine::handle(cmd_detach_queues& c) {
                 ++it;
                 continue;
             }
-            stage(it->second.out.get(), ev_detach{it->first, c.err});
+            stage(it->second.out, ev_detach{it->first, c.err});
             it = producers_.erase(it);
         }
         touch(q);
@@ -517,18 +567,22 @@ void queue_engine::handle(cmd_detach_queues& c) {
 
 void queue_engine::handle(cmd_tick&) {
     const int64_t t = now();
-    for (auto& [name, q] : queues_)
-        if (q->expire(t, *this) > 0) touch(q.get());
+    // Expiry may create a dead-letter queue: do not iterate queues_ meanwhile.
+    std::vector<queue*> all;
+    all.reserve(queues_.size());
+    for (auto& [name, q] : queues_) all.push_back(q.get());
+    for (queue* q : all)
+        if (q->expire(t, *this) > 0) touch(q);
 }
 
 // ---- dispatch_sink -------------------------------------------------------
 
 void queue_engine::deliver(consumer& c, const queue_entry& e, bool settle_on_send) {
     if (settle_on_send && !c.browse) forget_stored(*c.q, e);
-    stage(c.out, ev_deliver{c.id, e.seq, e.body, e.delivery_count, e.redelivered, settle_on_send});
+    stage(c.out_owner, ev_deliver{c.id, e.seq, e.body, e.delivery_count, e.redelivered, settle_on_send});
 }
 
-void queue_engine::drained(consumer& c) { stage(c.out, ev_drained{c.id}); }
+void queue_engine::drained(consumer& c) { stage(c.out_owner, ev_drained{c.id}); }
 
 void queue_engine::expired(queue& q, queue_entry&& e) {
     if (q.policy().expiry == config::expiry_policy::dead_letter) {

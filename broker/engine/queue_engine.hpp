@@ -15,7 +15,9 @@
 #include <functional>
 #include <memory>
 #include <deque>
+#include <condition_variable>
 #include <mutex>
+#include <thread>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -51,6 +53,9 @@ class queue_engine final : private dispatch_sink {
     // Thread-safe.
     void post(std::vector<command>&& batch);
     void post(command&& c);
+    // Thread-safe; never runs the strand on the calling thread (for threads
+    // that have other work: the store's writer, plugins' workers).
+    void post_detached(command&& c);
 
     // Thread-safe: runs on the strand (waits for it). Not for the message path.
     std::vector<queue_stats> stats();
@@ -91,6 +96,8 @@ class queue_engine final : private dispatch_sink {
     };
 
     void run(command& c);
+    void drain_inbox();
+    void runner();
     void handle(cmd_attach_consumer& c);
     void handle(cmd_attach_producer& c);
     void handle(cmd_credit& c);
@@ -114,7 +121,7 @@ class queue_engine final : private dispatch_sink {
     void dead_letter(queue& from, queue_entry&& e);
     void return_entry(queue& q, queue_entry&& e);
     void touch(queue* q);
-    void stage(outbox* o, event&& ev);
+    void stage(const std::shared_ptr<outbox>& o, event&& ev);
     int64_t now() const { return opts_.clock(); }
 
     // dispatch_sink
@@ -130,7 +137,7 @@ class queue_engine final : private dispatch_sink {
     std::unordered_map<queue*, link_id> dynamic_owner_;
     std::vector<queue*> touched_;
     std::vector<queue*> doomed_;
-    std::vector<outbox*> dirty_;
+    std::vector<std::shared_ptr<outbox>> dirty_;
     std::vector<waiting_publish> this_run_;   // epoch assigned at commit
     std::deque<waiting_publish> waiting_;     // in epoch order
     uint64_t last_epoch_ = 0;                 // the store's latest commit
@@ -140,6 +147,10 @@ class queue_engine final : private dispatch_sink {
     std::mutex mu_;
     std::vector<std::vector<command>> inbox_;
     bool running_ = false;
+    std::condition_variable runner_cv_;
+    bool runner_wanted_ = false;
+    bool runner_stop_ = false;
+    std::thread runner_thread_;
 };
 
 } // namespace wharf::engine

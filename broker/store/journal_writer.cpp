@@ -135,7 +135,10 @@ void journal_writer::run() {
             append_noop(probe);
             ok = open_segment(segment_, reason) && write_all(probe, reason);
         }
-        std::vector<uint32_t> deletes;
+        // Deletes wait for a successful sync (a failed batch keeps them for
+        // the next): a segment must not outlive the records that retire it
+        // being on disk, nor be forgotten.
+        std::vector<uint32_t>& deletes = pending_deletes_;
         for (auto& j : batch) {
             if (ok) ok = write_job(j, reason);
             deletes.insert(deletes.end(), j.deletes.begin(), j.deletes.end());
@@ -154,9 +157,17 @@ void journal_writer::run() {
                 ::unlink((dir_ + "/" + segment_name(s)).c_str());
             }
             if (!deletes.empty()) sync_dir(dir_);
+            deletes.clear();
         } else if (fd_ >= 0) {
-            // Leave no half-written record behind: cut back to what is synced.
-            if (::ftruncate(fd_, static_cast<off_t>(synced_size_)) == 0) size_ = synced_size_;
+            // Leave no half-written record behind: cut back to what is synced,
+            // and write the next record there (not after a hole).
+            if (::ftruncate(fd_, static_cast<off_t>(synced_size_)) == 0 &&
+                ::lseek(fd_, static_cast<off_t>(synced_size_), SEEK_SET) >= 0)
+                size_ = synced_size_;
+            else {
+                ::close(fd_); // reopened (at its end) by the next write
+                fd_ = -1;
+            }
         }
         {
             std::lock_guard lock(mu_);

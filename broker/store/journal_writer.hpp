@@ -53,6 +53,7 @@ class journal_writer {
     uint32_t segment_ = 0;
     uint64_t synced_size_ = 0;    // of the open segment
     uint64_t size_ = 0;
+    std::vector<uint32_t> pending_deletes_; // writer thread: waiting for a good sync
 
     mutable std::mutex mu_;
     std::condition_variable cv_;
