@@ -62,9 +62,19 @@ void amqp_connection::on_event(pn_event_t* e) {
     case PN_SESSION_REMOTE_OPEN:
         if (!refused_) pn_session_open(pn_event_session(e));
         break;
-    case PN_SESSION_REMOTE_CLOSE:
-        pn_session_close(pn_event_session(e));
+    case PN_SESSION_REMOTE_CLOSE: {
+        // Ending a session detaches its links (AMQP 1.0 §2.7.7): release what
+        // their consumers held, as on any detach.
+        pn_session_t* ssn = pn_event_session(e);
+        for (pn_link_t* l = pn_link_head(conn_, 0); l != nullptr; l = pn_link_next(l, 0)) {
+            if (pn_link_session(l) != ssn) continue;
+            link_ctx* lc = ctx_of(l);
+            if (lc != nullptr && !lc->closed) detach_link(*lc);
+            if (!(pn_link_state(l) & PN_LOCAL_CLOSED)) pn_link_close(l);
+        }
+        pn_session_close(ssn);
         break;
+    }
     case PN_LINK_REMOTE_OPEN:
         if (!refused_) on_link_open(pn_event_link(e));
         break;

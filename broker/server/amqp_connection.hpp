@@ -83,6 +83,7 @@ class amqp_connection {
         uint64_t next_tag = 0;
         std::vector<engine::settlement> to_settle;
         std::vector<uint64_t> unsent;
+        std::deque<engine::ev_deliver> held; // pre-settled, waiting for credit
         bool dirty = false;           // listed in dirty_links_
         std::optional<engine::command> pending_attach; // waiting for the resolvers
         std::string address;          // as attached (for resolvers and redirects)
@@ -103,6 +104,8 @@ class amqp_connection {
     void handle(engine::ev_flow_control& ev);
     void handle(engine::ev_detach& ev);
     void handle(connection_outbox::resolved& r);
+    void send_held(link_ctx& lc);
+    void send_delivery(link_ctx& lc, engine::ev_deliver& ev);
     void resolve(link_ctx& lc, size_t resolver);
     std::optional<error> route_anonymous(const std::string& to);
     void refuse_link(link_ctx& lc, const error& err, const plugins::resolution* redirect);

@@ -90,6 +90,13 @@ void amqp_connection::resolve(link_ctx& lc, size_t index) {
     if (index >= settings_.resolvers.size()) {
         commands_.push_back(std::move(*lc.pending_attach));
         lc.pending_attach.reset();
+        // Credit the client gave while the attach was being resolved.
+        if (lc.consumer && lc.link != nullptr) {
+            const int credit = std::max(0, pn_link_credit(lc.link));
+            if (credit > 0 || pn_link_get_drain(lc.link))
+                commands_.push_back(engine::cmd_credit{lc.id, lc.sent + static_cast<uint64_t>(credit),
+                                                       pn_link_get_drain(lc.link)});
+        }
         return;
     }
     std::weak_ptr<connection_outbox> out = outbox_;
@@ -175,7 +182,8 @@ void amqp_connection::top_up_credit(link_ctx& lc) {
 
 void amqp_connection::on_link_flow(pn_link_t* l) {
     link_ctx* lc = ctx_of(l);
-    if (lc == nullptr || !lc->consumer || lc->closed) return;
+    if (lc == nullptr || !lc->consumer || lc->closed || lc->pending_attach) return;
+    send_held(*lc);
     const int credit = std::max(0, pn_link_credit(l));
     commands_.push_back(
         engine::cmd_credit{lc->id, lc->sent + static_cast<uint64_t>(credit), pn_link_get_drain(l)});
@@ -377,13 +385,30 @@ void amqp_connection::handle(engine::ev_deliver& ev) {
     link_ctx* lc = find(ev.link);
     if (lc == nullptr || lc->closed || lc->link == nullptr) return; // released on detach
     pn_link_t* l = lc->link;
-    if (pn_link_credit(l) <= 0) {
-        if (!ev.settle_on_send) {
+    if (pn_link_credit(l) <= 0 || !lc->held.empty()) {
+        if (ev.settle_on_send) {
+            // Already gone from the queue (at-most-once, or a browser's copy):
+            // keep it until the client gives credit again.
+            lc->held.push_back(std::move(ev));
+        } else {
             mark_dirty(*lc);
             lc->unsent.push_back(ev.seq);
         }
         return;
     }
+    send_delivery(*lc, ev);
+}
+
+void amqp_connection::send_held(link_ctx& lc) {
+    while (!lc.held.empty() && lc.link != nullptr && pn_link_credit(lc.link) > 0) {
+        send_delivery(lc, lc.held.front());
+        lc.held.pop_front();
+    }
+}
+
+void amqp_connection::send_delivery(link_ctx& lc_ref, engine::ev_deliver& ev) {
+    link_ctx* lc = &lc_ref;
+    pn_link_t* l = lc->link;
     char tag[sizeof(uint64_t)];
     const uint64_t t = lc->next_tag++;
     std::memcpy(tag, &t, sizeof t);
