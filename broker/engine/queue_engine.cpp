@@ -241,7 +241,15 @@ void queue_engine::delete_queue(queue* q) {
         p.out.reset(); // keep the entry: later publishes fail cleanly
     }
     const std::string name = q->name();
+    std::vector<link_id> waiting;
+    waiting.swap(q->blocked_producers());
     queues_.erase(name);
+    // Producers that waited for room in it: their next message now fails
+    // (no such queue) instead of waiting forever.
+    for (link_id id : waiting) {
+        auto it = producers_.find(id);
+        if (it != producers_.end()) drain_backlog(it->second);
+    }
 }
 
 void queue_engine::dead_letter(queue& from, queue_entry&& e) {

@@ -53,6 +53,11 @@ int server::run() {
         lc->listener = pn_listener();
         pn_listener_set_context(lc->listener, lc.get());
         const std::string addr = lcfg.host + ":" + std::to_string(lcfg.port);
+        std::lock_guard lock(table_mu_); // stop() may run already (a signal during start)
+        if (stopping_.load()) {
+            pn_listener_free(lc->listener);
+            break;
+        }
         pn_proactor_listen(proactor_, lc->listener, addr.c_str(), 128);
         listeners_.push_back(std::move(lc));
     }
