@@ -460,10 +460,13 @@ queue_engine::publish_step queue_engine::publish_one(producer& p, incoming_messa
                 {errc::resource_limit_exceeded,
                  "the node cannot store durable messages now: " + store_.failure()}};
     if (e.expiry_ms != 0 && e.expiry_ms <= t) {
-        // Expired on arrival: accepted, then expired at once, by the queue's policy.
+        // Expired on arrival: accepted, then expired at once, by the queue's
+        // policy. If that put it in a durable dead-letter queue, its answer
+        // waits for the sync like any stored message.
         ++q->counters_for_update().expired;
+        const bool durable = e.durable;
         expired(*q, std::move(e));
-        return {publish_step::done, nullptr, {}};
+        return {publish_step::done, nullptr, {}, durable};
     }
     q->enqueue(std::move(e));
     const bool stored = q->last_entry().persistent;
