@@ -1,4 +1,5 @@
 #include "broker/config/node_config.hpp"
+#include "broker/config/tests/node_config_fixture.hpp"
 
 #include <gtest/gtest.h>
 
@@ -16,67 +17,6 @@ namespace wharf::config {
 namespace {
 
 using namespace std::chrono_literals;
-
-// A fresh temp dir per test for config files; removed afterwards.
-class node_config_test : public ::testing::Test {
-  protected:
-    void SetUp() override {
-        std::string tmpl = (std::filesystem::temp_directory_path() / "wharf-config-XXXXXX").string();
-        ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-        dir_ = tmpl;
-    }
-    void TearDown() override {
-        std::error_code ec;
-        std::filesystem::remove_all(dir_, ec);
-    }
-
-    std::string write(const std::string& name, const std::string& text) {
-        auto path = (dir_ / name).string();
-        std::ofstream(path) << text;
-        return path;
-    }
-
-    static result<node_config, config_error> run(std::vector<std::string> args) {
-        args.insert(args.begin(), "wharfd");
-        std::vector<const char*> argv;
-        for (const auto& a : args) argv.push_back(a.c_str());
-        return load(static_cast<int>(argv.size()), argv.data());
-    }
-
-    static node_config run_ok(std::vector<std::string> args) {
-        auto r = run(std::move(args));
-        EXPECT_TRUE(r.has_value()) << (r ? "" : r.error().message);
-        return r ? *r : node_config{};
-    }
-
-    static config_error run_error(std::vector<std::string> args) {
-        auto r = run(std::move(args));
-        EXPECT_FALSE(r.has_value());
-        return r ? config_error{-1, "unexpectedly succeeded"} : r.error();
-    }
-
-    // Error from a file: exit code 2, message names the file, line and `needles`.
-    config_error file_error(const std::string& text, int line,
-                            std::initializer_list<std::string> needles) {
-        auto path = write("bad.toml", text);
-        auto err = run_error({"--config", path});
-        EXPECT_EQ(err.exit_code, 2);
-        EXPECT_NE(err.message.find("config " + path + ":" + std::to_string(line) + ":"),
-                  std::string::npos)
-            << err.message;
-        for (const auto& n : needles) EXPECT_NE(err.message.find(n), std::string::npos) << err.message;
-        return err;
-    }
-
-    static void flag_error(std::vector<std::string> args,
-                           std::initializer_list<std::string> needles) {
-        auto err = run_error(std::move(args));
-        EXPECT_EQ(err.exit_code, 2);
-        for (const auto& n : needles) EXPECT_NE(err.message.find(n), std::string::npos) << err.message;
-    }
-
-    std::filesystem::path dir_;
-};
 
 std::string hostname() {
     char name[256] = {};
@@ -552,49 +492,6 @@ TEST_F(node_config_test, unknown_flags_and_missing_values_are_errors) {
 TEST_F(node_config_test, a_bad_flag_is_reported_even_with_a_good_file) {
     auto path = write("ok.toml", "threads = 2\n");
     flag_error({"--config", path, "--threads", "x"}, {"--threads 'x'"});
-}
-
-// ---- cluster keys -------------------------------------------------------------
-
-TEST_F(node_config_test, cluster_keys_from_the_file) {
-    auto path = write("cluster.toml",
-                      "plugins = [\"wlm\"]\n"
-                      "plugin-dir = \"/opt/wharf/plugins\"\n"
-                      "advertise = \"10.0.0.5:5672\"\n"
-                      "metadata = \"sqlite:/var/lib/wharf/cluster.db\"\n"
-                      "[plugin.wlm]\n"
-                      "placement = \"round-robin\"\n"
-                      "lease-ttl = 5\n"
-                      "rules = [\"orders.* -> node:n2\", \"eu.* -> group:eu\"]\n");
-    auto cfg = run_ok({"--config", path});
-    EXPECT_EQ(cfg.plugins, (std::vector<std::string>{"wlm"}));
-    EXPECT_EQ(cfg.plugin_dir, "/opt/wharf/plugins");
-    EXPECT_EQ(cfg.advertise, "10.0.0.5:5672");
-    EXPECT_EQ(cfg.metadata, "sqlite:/var/lib/wharf/cluster.db");
-    auto& wlm = cfg.plugin_options.at("wlm");
-    EXPECT_EQ(wlm.at("placement"), (std::vector<std::string>{"round-robin"}));
-    EXPECT_EQ(wlm.at("lease-ttl"), (std::vector<std::string>{"5"}));
-    EXPECT_EQ(wlm.at("rules").size(), 2u);
-}
-
-TEST_F(node_config_test, cluster_flags) {
-    auto cfg = run_ok({"--plugin", "wlm", "--plugin", "proxy", "--metadata", "sqlite:/tmp/x.db",
-                       "--advertise", "127.0.0.1:6000", "--plugin-dir", "/p"});
-    EXPECT_EQ(cfg.plugins, (std::vector<std::string>{"wlm", "proxy"}));
-    EXPECT_EQ(cfg.metadata, "sqlite:/tmp/x.db");
-    EXPECT_EQ(cfg.advertise, "127.0.0.1:6000");
-    EXPECT_EQ(cfg.plugin_dir, "/p");
-}
-
-TEST_F(node_config_test, cluster_key_errors_name_the_key) {
-    flag_error({"--plugin", "Bad/Name"}, {"--plugin", "Bad/Name", "not a plugin name"});
-    flag_error({"--metadata", "etcd://x"}, {"--metadata", "sqlite:PATH"});
-    flag_error({"--advertise", "127.0.0.1:0"}, {"--advertise", "real port"});
-    auto path = write("orphan.toml", "[plugin.wlm]\nplacement = \"local\"\n");
-    auto err = run_error({"--config", path});
-    EXPECT_EQ(err.exit_code, 2);
-    EXPECT_NE(err.message.find("[plugin.wlm]"), std::string::npos) << err.message;
-    EXPECT_NE(err.message.find("not enabled"), std::string::npos) << err.message;
 }
 
 } // namespace
