@@ -1,10 +1,12 @@
 #pragma once
 // plugin_host: loads the configured plugins, validates their options, and
 // is the node_context they see (the node's identity, the resolver chain,
-// load figures, detaching links through the queue engine).
+// load figures, detaching links, taps and queue removal through the queue
+// engine, timers).
 //
 // Main thread for load/start/stop; the node_context methods are thread-safe.
 
+#include "broker/common/periodic_timers.hpp"
 #include "broker/config/node_config.hpp"
 #include "broker/engine/queue_engine.hpp"
 #include "plugins/api/plugin.hpp"
@@ -39,7 +41,16 @@ class plugin_host final : public plugins::node_context {
     void add_resolver(plugins::address_resolver& r) override { resolvers_.push_back(&r); }
     plugins::load_figures load_now();
     plugins::load_figures load() override { return load_now(); }
-    void detach_links(std::vector<std::string> queues, error err) override;
+    void detach_links(std::vector<std::string> queues, error err,
+                      std::optional<plugins::redirect_target> target) override;
+    std::vector<plugins::local_queue> queues() override;
+    std::unique_ptr<plugins::queue_tap> tap(
+        const std::string& queue, std::function<void(std::vector<plugins::tapped_message>)> on_messages) override;
+    bool delete_queue_if_idle(const std::string& queue) override;
+    plugins::timer_id run_every(std::chrono::milliseconds period, std::function<void()> fn) override {
+        return timers_.add(period, std::move(fn));
+    }
+    void cancel(plugins::timer_id id) override { timers_.cancel(id); }
 
   private:
     const config::node_config& cfg_;
@@ -50,6 +61,8 @@ class plugin_host final : public plugins::node_context {
     std::vector<std::string> names_;
     std::vector<plugins::address_resolver*> resolvers_;
     size_t started_ = 0;
+    std::atomic<uint64_t> tap_ids_{0};
+    periodic_timers timers_;
 };
 
 } // namespace wharf

@@ -18,6 +18,16 @@ namespace wharf::engine {
 
 // Names a link node-wide (allocated by the connection layer, never reused).
 using link_id = uint64_t;
+// Links inside the node (plugins' taps) are numbered from here up: the
+// connection layer's ids never reach it.
+inline constexpr link_id internal_link_base = link_id{1} << 62;
+inline bool is_internal(link_id l) { return l >= internal_link_base; }
+
+// Where a link's client should attach instead (AMQP link redirect).
+struct redirect_to {
+    std::string host;
+    uint16_t port = 0;
+};
 
 // ---- commands: connection → engine -------------------------------------
 
@@ -91,10 +101,18 @@ struct cmd_detach {
 // Periodic housekeeping: expiry.
 struct cmd_tick {};
 
-// Ends every link attached to one of these queues (ownership lost or moved).
+// Ends every client link attached to one of these queues (ownership lost or
+// moved); internal links stay.
 struct cmd_detach_queues {
     std::vector<std::string> queues;
     error err;
+    std::optional<redirect_to> redirect;
+};
+
+// Removes a queue that holds no message and has no link (a queue moved away).
+struct cmd_delete_queue_if_idle {
+    std::string queue;
+    std::shared_ptr<std::function<void(bool gone)>> done; // on the strand
 };
 
 // The store made everything up to `epoch` stable (or failed to).
@@ -113,7 +131,7 @@ struct cmd_run {
 
 using command = std::variant<cmd_attach_consumer, cmd_attach_producer, cmd_credit, cmd_publish,
                              cmd_settle, cmd_detach, cmd_tick, cmd_synced, cmd_detach_queues,
-                             cmd_run>;
+                             cmd_delete_queue_if_idle, cmd_run>;
 
 // ---- events: engine → connection ---------------------------------------
 
@@ -159,6 +177,7 @@ struct ev_flow_control {
 struct ev_detach {
     link_id link;
     error err;
+    std::optional<redirect_to> redirect;
 };
 
 using event = std::variant<ev_attached, ev_deliver, ev_drained, ev_published, ev_flow_control,

@@ -118,11 +118,18 @@ std::vector<queue_stats> queue_engine::stats() {
     auto done = std::make_shared<std::promise<std::vector<queue_stats>>>();
     auto fut = done->get_future();
     post(cmd_run{std::make_shared<std::function<void()>>([this, done] {
+        std::unordered_map<const queue*, uint64_t> client_links;
+        for (const auto& [id, c] : consumers_)
+            if (!is_internal(id)) ++client_links[c->q];
+        for (const auto& [id, p] : producers_)
+            if (p.q != nullptr) ++client_links[p.q];
         std::vector<queue_stats> out;
         out.reserve(queues_.size());
-        for (const auto& [name, q] : queues_)
+        for (const auto& [name, q] : queues_) {
+            auto l = client_links.find(q.get());
             out.push_back({name, q->depth(), q->depth_bytes(), q->consumer_count(), q->dynamic(),
-                           q->counters()});
+                           q->counters(), l == client_links.end() ? 0 : l->second});
+        }
         done->set_value(std::move(out));
     })});
     return fut.get();
@@ -421,14 +428,14 @@ void queue_engine::handle(cmd_detach_queues& c) {
         queue* q = qi->second.get();
         for (auto it = consumers_.begin(); it != consumers_.end();) {
             consumer& con = *it->second;
-            if (con.q != q) {
+            if (con.q != q || is_internal(con.id)) {
                 ++it;
                 continue;
             }
             // What the client held unsettled goes back, as on any detach.
             for (auto& [seq, e] : con.acquired) q->restore(std::move(e));
             q->remove_consumer(&con);
-            stage(con.out_owner, ev_detach{con.id, c.err});
+            stage(con.out_owner, ev_detach{con.id, c.err, c.redirect});
             it = consumers_.erase(it);
         }
         for (auto it = producers_.begin(); it != producers_.end();) {
@@ -436,11 +443,29 @@ void queue_engine::handle(cmd_detach_queues& c) {
                 ++it;
                 continue;
             }
-            stage(it->second.out, ev_detach{it->first, c.err});
+            stage(it->second.out, ev_detach{it->first, c.err, c.redirect});
             it = producers_.erase(it);
         }
         touch(q);
     }
+}
+
+void queue_engine::handle(cmd_delete_queue_if_idle& c) {
+    auto qi = queues_.find(c.queue);
+    bool gone = qi == queues_.end();
+    if (!gone && qi->second->depth() == 0 && qi->second->consumer_count() == 0) {
+        queue* q = qi->second.get();
+        bool producers = false;
+        for (const auto& [id, p] : producers_) producers = producers || p.q == q;
+        if (!producers && q->blocked_producers().empty()) {
+            // It may be listed for this run's dispatch: unlist it first.
+            touched_.erase(std::remove(touched_.begin(), touched_.end(), q), touched_.end());
+            doomed_.erase(std::remove(doomed_.begin(), doomed_.end(), q), doomed_.end());
+            delete_queue(q);
+            gone = true;
+        }
+    }
+    if (c.done) (*c.done)(gone);
 }
 
 void queue_engine::handle(cmd_tick&) {

@@ -41,6 +41,7 @@ struct queue_stats {
     uint64_t consumers = 0;
     bool dynamic = false;
     queue_counters counters;
+    uint64_t client_links = 0;   // consumers and producers of connections (no internal taps)
 };
 
 class queue_engine final : private dispatch_sink {
@@ -107,6 +108,7 @@ class queue_engine final : private dispatch_sink {
     void handle(cmd_tick& c);
     void handle(cmd_run& c);
     void handle(cmd_detach_queues& c);
+    void handle(cmd_delete_queue_if_idle& c);
     void finish_run();
     void drain_backlog(producer& p);
     void answer(producer& p, ev_published&& ev, bool wait_for_store);

@@ -87,6 +87,7 @@ class amqp_connection {
         bool dirty = false;           // listed in dirty_links_
         std::optional<engine::command> pending_attach; // waiting for the resolvers
         std::string address;          // as attached (for resolvers and redirects)
+        std::string forwarded_from;   // another node handing messages over (its id)
     };
 
     void on_link_open(pn_link_t* l);

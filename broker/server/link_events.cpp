@@ -29,6 +29,8 @@ void amqp_connection::on_link_open(pn_link_t* l) {
     pn_link_set_context(l, lc.get());
     pn_terminus_copy(pn_link_source(l), pn_link_remote_source(l));
     pn_terminus_copy(pn_link_target(l), pn_link_remote_target(l));
+    if (!settings_.resolvers.empty())
+        lc->forwarded_from = remote_link_property(l, plugins::forwarded_from_property);
 
     if (lc->consumer) {
         pn_terminus_t* src = pn_link_remote_source(l);
@@ -101,7 +103,8 @@ void amqp_connection::resolve(link_ctx& lc, size_t index) {
     }
     std::weak_ptr<connection_outbox> out = outbox_;
     const engine::link_id id = lc.id;
-    settings_.resolvers[index]->resolve(lc.address, [out, id, index](plugins::resolution r) {
+    const plugins::attach_request request{lc.address, !lc.consumer, lc.forwarded_from};
+    settings_.resolvers[index]->resolve(request, [out, id, index](plugins::resolution r) {
         if (auto o = out.lock()) o->deliver_resolution({id, index, std::move(r)});
     });
 }
@@ -136,23 +139,9 @@ void amqp_connection::refuse_link(link_ctx& lc, const error& err, const plugins:
     pn_link_open(l);
     pn_condition_t* cond = pn_link_condition(l);
     set_condition(cond, err.code, err.description);
-    if (redirect != nullptr) {
-        // AMQP 1.0 §2.8.15 link redirect: where the client should attach.
-        pn_data_t* info = pn_condition_info(cond);
-        pn_data_clear(info);
-        pn_data_put_map(info);
-        pn_data_enter(info);
-        auto put = [info](const char* key, const std::string& value) {
-            pn_data_put_symbol(info, pn_bytes(std::strlen(key), key));
-            pn_data_put_string(info, pn_bytes(value.size(), value.data()));
-        };
-        put("hostname", redirect->host);
-        put("network-host", redirect->host);
-        pn_data_put_symbol(info, pn_bytes(4, "port"));
-        pn_data_put_uint(info, redirect->port);
-        put("address", redirect->address.empty() ? lc.address : redirect->address);
-        pn_data_exit(info);
-    }
+    if (redirect != nullptr)
+        put_redirect_info(cond, redirect->host, redirect->port,
+                          redirect->address.empty() ? lc.address : redirect->address);
     pn_link_close(l);
     lc.closed = true;
 }
@@ -376,6 +365,8 @@ void amqp_connection::handle(engine::ev_detach& ev) {
     if (lc == nullptr || lc->closed || lc->link == nullptr) return;
     lc->closed = true;
     set_condition(pn_link_condition(lc->link), ev.err.code, ev.err.description);
+    if (ev.redirect)
+        put_redirect_info(pn_link_condition(lc->link), ev.redirect->host, ev.redirect->port, lc->address);
     pn_link_close(lc->link);
 }
 

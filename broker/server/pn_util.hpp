@@ -3,9 +3,13 @@
 
 #include "broker/common/errors.hpp"
 
+#include <proton/codec.h>
 #include <proton/condition.h>
+#include <proton/link.h>
 #include <proton/terminus.h>
 
+#include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 
@@ -21,6 +25,51 @@ inline void set_condition(pn_condition_t* c, errc code, std::string_view descrip
 inline std::string terminus_address(pn_terminus_t* t) {
     const char* a = pn_terminus_get_address(t);
     return a ? std::string(a) : std::string();
+}
+
+// A string (or symbol) value of the peer's link properties, or "".
+inline std::string remote_link_property(pn_link_t* l, std::string_view key) {
+    pn_data_t* d = pn_link_remote_properties(l);
+    if (d == nullptr) return {};
+    pn_data_rewind(d);
+    if (!pn_data_next(d) || pn_data_type(d) != PN_MAP) return {};
+    std::string found;
+    pn_data_enter(d);
+    while (pn_data_next(d)) {
+        const bool key_matches = (pn_data_type(d) == PN_SYMBOL || pn_data_type(d) == PN_STRING) &&
+                                 std::string_view(pn_data_type(d) == PN_SYMBOL ? pn_data_get_symbol(d).start
+                                                                                : pn_data_get_string(d).start,
+                                                  pn_data_type(d) == PN_SYMBOL ? pn_data_get_symbol(d).size
+                                                                               : pn_data_get_string(d).size) == key;
+        if (!pn_data_next(d)) break;
+        if (key_matches && (pn_data_type(d) == PN_STRING || pn_data_type(d) == PN_SYMBOL)) {
+            pn_bytes_t b = pn_data_type(d) == PN_STRING ? pn_data_get_string(d) : pn_data_get_symbol(d);
+            found.assign(b.start, b.size);
+        }
+    }
+    pn_data_exit(d);
+    pn_data_rewind(d);
+    return found;
+}
+
+// AMQP 1.0 §2.8.15 link redirect: where the client should attach instead,
+// as the info map of the condition.
+inline void put_redirect_info(pn_condition_t* cond, const std::string& host, uint16_t port,
+                              const std::string& address) {
+    pn_data_t* info = pn_condition_info(cond);
+    pn_data_clear(info);
+    pn_data_put_map(info);
+    pn_data_enter(info);
+    auto put = [info](const char* key, const std::string& value) {
+        pn_data_put_symbol(info, pn_bytes(std::strlen(key), key));
+        pn_data_put_string(info, pn_bytes(value.size(), value.data()));
+    };
+    put("hostname", host);
+    put("network-host", host);
+    pn_data_put_symbol(info, pn_bytes(4, "port"));
+    pn_data_put_uint(info, port);
+    put("address", address);
+    pn_data_exit(info);
 }
 
 } // namespace wharf::server

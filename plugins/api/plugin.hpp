@@ -7,11 +7,13 @@
 //
 // Threads: factories and plugin start/stop run on the main thread.
 // address_resolver::resolve runs on a connection's proactor thread and must
-// not block; node_context methods are thread-safe.
+// not block; node_context methods are thread-safe (those that wait for the
+// queue engine say so: never call them from a resolver or a tap callback).
 
 #include "broker/common/errors.hpp"
 #include "broker/common/result.hpp"
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -49,12 +51,24 @@ struct resolution {
     }
 };
 
+// The link property a node puts on the links it opens to hand messages to
+// another node (a queue move, a returning node's leftovers): its value is
+// the sending node's id.
+inline constexpr std::string_view forwarded_from_property = "wharf:forwarded-from";
+
+// One attach, as a resolver sees it.
+struct attach_request {
+    std::string_view address;
+    bool incoming = false;           // the client sends (a producer link)
+    std::string_view forwarded_from; // set: another node hands messages over (see above)
+};
+
 // Takes part in deciding what an attach's address means.
 class address_resolver {
   public:
     virtual ~address_resolver() = default;
     // Calls `done` exactly once, on any thread, now or later. Must not block.
-    virtual void resolve(std::string_view address, std::function<void(resolution)> done) = 0;
+    virtual void resolve(const attach_request& request, std::function<void(resolution)> done) = 0;
     // The answer if it is known now (anonymous-relay messages, one call per
     // message: must be cheap); nullopt when it is not known yet, in which
     // case the resolver may start finding out.
@@ -79,6 +93,41 @@ struct load_figures {
     uint64_t connections = 0;
 };
 
+// A queue held on this node, as the queue engine sees it now.
+struct local_queue {
+    std::string name;
+    uint64_t depth = 0;     // messages held (available and out for delivery)
+    uint64_t links = 0;     // client links attached (consumers and producers; no taps)
+    bool dynamic = false;   // a temporary queue (no cluster owner)
+};
+
+// Where a link being ended should go instead (AMQP link redirect).
+struct redirect_target {
+    std::string node_id;
+    std::string host;
+    uint16_t port = 0;
+};
+
+// One message taken from a queue by a tap: its bytes as a consumer would
+// receive them (the header rewritten when it was delivered before).
+struct tapped_message {
+    uint64_t seq = 0;
+    std::string bytes;
+};
+
+// A consumer inside the node that takes a queue's messages to move them
+// elsewhere. Messages come in queue order as credit allows; each must be
+// settled: done (it is gone from this node) or not (it goes back to the
+// queue as it was). Destroying the tap returns what it has not settled.
+class queue_tap {
+  public:
+    virtual ~queue_tap() = default;
+    virtual void credit(uint64_t more) = 0;
+    virtual void settle(uint64_t seq, bool done) = 0;
+};
+
+using timer_id = uint64_t;
+
 // What the broker offers a plugin.
 class node_context {
   public:
@@ -87,8 +136,28 @@ class node_context {
     // Before start() returns: join the resolver chain (in plugin order).
     virtual void add_resolver(address_resolver& r) = 0;
     virtual load_figures load() = 0;
-    // Ends every link attached to one of `queues` with `err`.
-    virtual void detach_links(std::vector<std::string> queues, error err) = 0;
+    // Ends every client link attached to one of `queues` with `err`; with a
+    // target, `err` should be errc::redirect and the detach carries the
+    // target's address (AMQP link redirect info).
+    virtual void detach_links(std::vector<std::string> queues, error err,
+                              std::optional<redirect_target> target = std::nullopt) = 0;
+
+    // The queues this node holds now. Waits for the queue engine.
+    virtual std::vector<local_queue> queues() = 0;
+    // Takes `queue`'s messages: `on_messages` runs on the queue engine's
+    // thread, must be quick and must not call back into the node_context
+    // (hand the work to another thread). Creates the queue if it is missing.
+    virtual std::unique_ptr<queue_tap> tap(const std::string& queue,
+                                           std::function<void(std::vector<tapped_message>)> on_messages) = 0;
+    // Removes `queue` if it holds no message and no link; true if it is gone
+    // (or never was). Waits for the queue engine.
+    virtual bool delete_queue_if_idle(const std::string& queue) = 0;
+
+    // Runs `fn` every `period` on the node's timer thread until cancelled
+    // (or the node stops). `fn` must be quick: other plugins' timers wait.
+    virtual timer_id run_every(std::chrono::milliseconds period, std::function<void()> fn) = 0;
+    // After it returns, `fn` of that timer is not running and will not run.
+    virtual void cancel(timer_id id) = 0;
 };
 
 using options = std::map<std::string, std::vector<std::string>>;

@@ -257,7 +257,8 @@ plugins::resolution wlm_service::answer_locked(const std::string& queue) const {
     return plugins::resolution::redirect(o->second.node, n->second.host, n->second.port, queue);
 }
 
-void wlm_service::resolve(std::string_view address, done_fn done) {
+void wlm_service::resolve(const plugins::attach_request& request, done_fn done) {
+    const std::string_view address = request.address;
     if (!address.empty() && address[0] == '$') return done(plugins::resolution::pass());
     if (!serving_)
         return done(plugins::resolution::refuse(

@@ -50,7 +50,7 @@ class wlm_service final : public plugins::plugin, public plugins::address_resolv
 
     std::optional<std::string> start() override;
     void stop() override;
-    void resolve(std::string_view address, std::function<void(plugins::resolution)> done) override;
+    void resolve(const plugins::attach_request& request, std::function<void(plugins::resolution)> done) override;
     std::optional<plugins::resolution> lookup(std::string_view address) override;
 
   private:
