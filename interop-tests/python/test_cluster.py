@@ -2,46 +2,16 @@
 every queue gets exactly one owner; the others redirect to it."""
 import os
 import signal
-import socket
 import subprocess
-import tempfile
 import threading
 import time
 
 import pytest
 from proton import Message
-from proton.utils import BlockingConnection, LinkDetached
+from proton.utils import LinkDetached
 
-from conftest import WHARFD, Wharfd
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Cluster:
-    def __init__(self, n=3, lease_ttl=None):
-        self.dir = tempfile.mkdtemp(prefix="wharf-cluster-")
-        self.metadata = os.path.join(self.dir, "meta.db")
-        self.nodes = []
-        for i in range(1, n + 1):
-            args = ["--plugin", "wlm", "--metadata", "sqlite:" + self.metadata]
-            config = None
-            if lease_ttl:
-                config = ("plugins = [\"wlm\"]\n[plugin.wlm]\nlease-ttl = %s\npoll-interval = 0.05\n"
-                          % lease_ttl)
-                args = ["--metadata", "sqlite:" + self.metadata]
-            self.nodes.append(Wharfd(*args, config_text=config, node_id="n%d" % i,
-                                     listen="127.0.0.1:%d" % free_port()))
-        self.by_port = {n.port: n for n in self.nodes}
-
-    def stop(self):
-        for n in self.nodes:
-            if n.proc.poll() is None:
-                os.kill(n.pid, signal.SIGCONT)
-                n.stop()
+from cluster_util import Cluster, attach, connect, free_port
+from conftest import WHARFD
 
 
 @pytest.fixture
@@ -49,25 +19,6 @@ def cluster():
     c = Cluster()
     yield c
     c.stop()
-
-
-def connect(node):
-    return BlockingConnection(node.url, timeout=10, sasl_enabled=False)
-
-
-def attach(node, queue):
-    """'local' if `node` serves `queue`, else the redirect's info (or the error)."""
-    conn = connect(node)
-    try:
-        r = conn.create_receiver(queue)
-        r.close()
-        return "local"
-    except LinkDetached as e:
-        cond = e.link.remote_condition
-        return {"condition": cond.name, "description": cond.description,
-                "info": dict(cond.info) if cond.info else {}}
-    finally:
-        conn.close()
 
 
 def test_thirty_queues_spread_evenly_over_three_nodes(cluster):
@@ -143,7 +94,7 @@ def test_same_queue_at_all_nodes_at_once_gets_one_owner(cluster):
 
 
 def test_a_node_that_loses_its_lease_detaches_its_links_and_rejoins():
-    c = Cluster(lease_ttl="1")
+    c = Cluster(wlm={"lease-ttl": 1, "poll-interval": 0.05})
     try:
         n1, n2 = c.nodes[0], c.nodes[1]
         queue = None

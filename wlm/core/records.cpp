@@ -1,5 +1,6 @@
 #include "wlm/core/records.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <map>
 
@@ -63,7 +64,10 @@ std::optional<node_record> decode_node(std::string_view id, std::string_view val
 }
 
 std::string encode(const owner_record& o) {
-    return "node=" + o.node + ";epoch=" + std::to_string(o.epoch) + ";reason=" + o.reason;
+    std::string reason = o.reason;
+    std::replace(reason.begin(), reason.end(), ';', ','); // keep it one field
+    return "node=" + o.node + ";epoch=" + std::to_string(o.epoch) +
+           (o.moving() ? ";state=moving;to=" + o.to : std::string(";state=active")) + ";reason=" + reason;
 }
 
 std::optional<owner_record> decode_owner(std::string_view value) {
@@ -71,6 +75,11 @@ std::optional<owner_record> decode_owner(std::string_view value) {
     owner_record o;
     if (!f.count("node") || !f.count("epoch") || !number(f["epoch"], o.epoch)) return std::nullopt;
     o.node = f["node"];
+    if (f.count("state") && f["state"] == "moving") {
+        if (!f.count("to") || f["to"].empty()) return std::nullopt;
+        o.st = owner_record::state::moving;
+        o.to = f["to"];
+    }
     const size_t r = value.find(";reason=");
     if (r != std::string_view::npos) o.reason = std::string(value.substr(r + 8));
     return o;

@@ -2,7 +2,10 @@
 // The WLM's records in the metadata store, as text values "k=v;k=v":
 //   nodes/<id>     addr=HOST:PORT;state=active;queues=N;messages=N;connections=N;groups=a,b
 //                  (tied to the node's membership lease: gone when it lapses)
-//   owners/<queue> node=<id>;epoch=<n>;reason=<placement decision, to the end>
+//   owners/<queue> node=<id>;epoch=<n>;state=active|moving;to=<id>;reason=<why, to the end>
+//                  (moving: the owner is handing the queue to node `to`; the
+//                  epoch grows when the new owner takes over)
+//   drain/<id>     present while an operator wants node <id> drained
 // Pure functions; any thread.
 
 #include "wlm/placement/load_table.hpp"
@@ -16,6 +19,7 @@ namespace wharf::wlm {
 
 inline constexpr std::string_view nodes_prefix = "nodes/";
 inline constexpr std::string_view owners_prefix = "owners/";
+inline constexpr std::string_view drain_prefix = "drain/";
 
 struct node_record {
     std::string host;
@@ -24,9 +28,15 @@ struct node_record {
 };
 
 struct owner_record {
+    enum class state { active, moving };
     std::string node;
     uint64_t epoch = 0;
-    std::string reason; // why this node: the placement decision (last field)
+    state st = state::active;
+    std::string to;      // moving: the next owner
+    std::string reason;  // why this node: the placement decision (last field)
+    uint64_t version = 0; // the store's version of the record (not encoded)
+
+    bool moving() const { return st == state::moving; }
 };
 
 std::string encode(const node_record& n);

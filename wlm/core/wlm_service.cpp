@@ -46,9 +46,18 @@ result<wlm_options, std::string> parse_wlm_options(const plugins::options& opts)
             o.poll = std::chrono::milliseconds(std::max<int64_t>(10, static_cast<int64_t>(*s * 1000)));
         } else if (key == "groups") {
             o.groups = values;
+        } else if (key == "reassign-after") {
+            auto s = seconds_of(key, values);
+            if (!s) return fail(s.error());
+            o.reassign_after = std::chrono::milliseconds(static_cast<int64_t>(*s * 1000));
+        } else if (key == "park-timeout") {
+            auto s = seconds_of(key, values);
+            if (!s) return fail(s.error());
+            o.park_timeout = std::chrono::milliseconds(static_cast<int64_t>(*s * 1000));
         } else {
             return fail("plugin.wlm." + key +
-                        ": unknown key (known: placement, rules, lease-ttl, poll-interval, groups)");
+                        ": unknown key (known: placement, rules, lease-ttl, poll-interval, groups, "
+                        "reassign-after, park-timeout)");
         }
     }
     return o;
@@ -84,14 +93,19 @@ void wlm_service::stop() {
     }
     cv_.notify_all();
     if (thread_.joinable()) thread_.join();
+    transfers_.clear();   // what is unsettled goes back to the local queues
+    forwarders_.clear();
     if (store_ && lease_ != 0) store_->revoke_lease(lease_); // leave the cluster now, not at lease expiry
-    std::deque<std::pair<std::string, done_fn>> left;
+    std::deque<request> left;
+    std::vector<parked> waiting;
     {
         std::lock_guard l(mu_);
         left.swap(requests_);
+        waiting.swap(parked_);
     }
-    for (auto& [q, done] : left)
-        done(plugins::resolution::refuse(errc::detach_forced, "node " + node_.node_id + " is stopping"));
+    const auto stopping = plugins::resolution::refuse(errc::detach_forced, "node " + node_.node_id + " is stopping");
+    for (auto& r : left) r.done(stopping);
+    for (auto& p : waiting) p.done(stopping);
 }
 
 // ---- membership --------------------------------------------------------------
@@ -149,9 +163,16 @@ void wlm_service::heartbeat() {
     me.load.messages = figures.messages;
     me.load.connections = figures.connections;
     me.load.queues = figures.queues;
+    {
+        std::lock_guard l(mu_);
+        if (draining_locked()) me.load.st = node_load::state::draining;
+    }
     auto put = store_->compare_and_set(node_key(node_.node_id), node_version_, encode(me), lease_);
-    if (put) node_version_ = *put;
-    else if (put.error().code == store_errc::conflict) {
+    if (put) {
+        node_version_ = *put;
+        std::lock_guard l(mu_);
+        nodes_[node_.node_id] = me; // our own state, before the change log says so
+    } else if (put.error().code == store_errc::conflict) {
         if (auto cur = store_->get(node_key(node_.node_id)); cur && *cur) node_version_ = (*cur)->version;
     }
 }
@@ -170,7 +191,11 @@ void wlm_service::lose_lease(const std::string& why) {
                              "; its queues are unavailable until it rejoins";
     spdlog::error("{}: wlm: {}; detaching the links of {} queues", node_.node_id, text, mine.size());
     if (!mine.empty()) ctx_.detach_links(std::move(mine), error{errc::detach_forced, text});
+    transfers_.clear(); // hand-overs start again from what the store says after rejoining
     if (!register_node()) {
+        // Check what this node owns now (its queues may have moved on
+        // meanwhile) before serving anything again.
+        if (!load_all()) return;
         serving_ = true;
         spdlog::info("{}: wlm: rejoined the cluster", node_.node_id);
     }
@@ -182,16 +207,23 @@ bool wlm_service::load_all() {
     auto rev = store_->revision();
     auto nodes = store_->list(nodes_prefix);
     auto owners = store_->list(owners_prefix);
-    if (!rev || !nodes || !owners) return false;
+    auto drains = store_->list(drain_prefix);
+    if (!rev || !nodes || !owners || !drains) return false;
     std::lock_guard l(mu_);
     nodes_.clear();
     owners_.clear();
+    drains_.clear();
+    for (const auto& kv : *drains) drains_.insert(kv.key.substr(drain_prefix.size()));
     for (const auto& kv : *nodes) {
         const std::string id = kv.key.substr(nodes_prefix.size());
         if (auto n = decode_node(id, kv.value)) nodes_[id] = std::move(*n);
     }
-    for (const auto& kv : *owners)
-        if (auto o = decode_owner(kv.value)) owners_[kv.key.substr(owners_prefix.size())] = std::move(*o);
+    for (const auto& kv : *owners) {
+        if (auto o = decode_owner(kv.value)) {
+            o->version = kv.version;
+            owners_[kv.key.substr(owners_prefix.size())] = std::move(*o);
+        }
+    }
     revision_ = *rev;
     return true;
 }
@@ -207,8 +239,16 @@ void wlm_service::apply(const change& c) {
         }
     } else if (key.rfind(owners_prefix, 0) == 0) {
         const std::string q = key.substr(owners_prefix.size());
-        if (c.kind == change::erase) owners_.erase(q);
-        else if (auto o = decode_owner(c.kv.value)) owners_[q] = std::move(*o);
+        if (c.kind == change::erase) {
+            owners_.erase(q);
+        } else if (auto o = decode_owner(c.kv.value)) {
+            o->version = c.kv.version;
+            owners_[q] = std::move(*o);
+        }
+    } else if (key.rfind(drain_prefix, 0) == 0) {
+        const std::string id = key.substr(drain_prefix.size());
+        if (c.kind == change::erase) drains_.erase(id);
+        else drains_.insert(id);
     }
 }
 
@@ -232,13 +272,16 @@ void wlm_service::poll_changes() {
 
 // ---- resolving -------------------------------------------------------------------
 
+bool wlm_service::draining_locked() const { return drains_.count(node_.node_id) != 0; }
+
 std::vector<node_load> wlm_service::candidates_locked() const {
     std::map<std::string, uint64_t> owned;
-    for (const auto& [q, o] : owners_) ++owned[o.node];
+    for (const auto& [q, o] : owners_) ++owned[o.moving() ? o.to : o.node];
     std::vector<node_load> out;
     for (const auto& [id, n] : nodes_) {
         node_load l = n.load;
         l.queues = owned[id]; // what the cluster knows now, not the last heartbeat
+        if (drains_.count(id)) l.st = node_load::state::draining; // before its heartbeat says so
         out.push_back(std::move(l));
     }
     return out;
@@ -248,12 +291,17 @@ plugins::resolution wlm_service::answer_locked(const std::string& queue) const {
     auto o = owners_.find(queue);
     if (o == owners_.end())
         return plugins::resolution::refuse(errc::internal_error, "queue '" + queue + "' has no owner");
+    if (o->second.moving())
+        return plugins::resolution::refuse(errc::not_found, "queue '" + queue + "' is moving from node " +
+                                                                o->second.node + " to node " + o->second.to +
+                                                                "; send it again in a moment");
     if (o->second.node == node_.node_id) return plugins::resolution::local();
     auto n = nodes_.find(o->second.node);
     if (n == nodes_.end())
         return plugins::resolution::refuse(
-            errc::detach_forced, "queue '" + queue + "' is owned by node " + o->second.node +
-                                     ", which is down; it is unavailable until that node returns");
+            errc::detach_forced,
+            "queue '" + queue + "' is owned by node " + o->second.node + ", which is down; it is unavailable until "
+                "that node returns" + (opts_.reassign_after ? " or the cluster reassigns it" : ""));
     return plugins::resolution::redirect(o->second.node, n->second.host, n->second.port, queue);
 }
 
@@ -269,8 +317,22 @@ void wlm_service::resolve(const plugins::attach_request& request, done_fn done) 
     std::optional<plugins::resolution> known;
     {
         std::lock_guard l(mu_);
-        if (owners_.count(queue)) known = answer_locked(queue);
-        else requests_.emplace_back(queue, std::move(done));
+        auto o = owners_.find(queue);
+        if (!request.forwarded_from.empty()) {
+            // Another node hands messages over: take them if this node owns
+            // the queue or is taking it over; else check the store itself.
+            if (o != owners_.end() && (o->second.moving() ? o->second.to : o->second.node) == node_.node_id)
+                known = plugins::resolution::local();
+            else requests_.push_back({queue, std::move(done), std::string(request.forwarded_from)});
+        } else if (o != owners_.end() && o->second.moving()) {
+            // Wait for the move to end, then answer as the new owner says.
+            parked_.push_back({queue, clock::now() + opts_.park_timeout, std::move(done)});
+            return;
+        } else if (o != owners_.end()) {
+            known = answer_locked(queue);
+        } else {
+            requests_.push_back({queue, std::move(done), {}});
+        }
     }
     if (known) {
         done(std::move(*known)); // outside the lock: done() may do anything
@@ -288,7 +350,7 @@ std::optional<plugins::resolution> wlm_service::lookup(std::string_view address)
     {
         std::lock_guard l(mu_);
         if (owners_.count(queue)) return answer_locked(queue);
-        requests_.emplace_back(queue, [](plugins::resolution) {}); // place it now, for the next try
+        requests_.push_back({queue, [](plugins::resolution) {}, {}}); // place it now, for the next try
     }
     cv_.notify_one();
     return std::nullopt;
@@ -303,6 +365,7 @@ void wlm_service::assign(const std::string& queue) {
         if (!cur) break;
         if (*cur) {
             if (auto o = decode_owner((*cur)->value)) {
+                o->version = (*cur)->version;
                 std::lock_guard l(mu_);
                 owners_[queue] = std::move(*o);
             }
@@ -321,10 +384,10 @@ void wlm_service::assign(const std::string& queue) {
             rec.epoch = 1;
             rec.reason = d->reason;
         }
-        std::replace(rec.reason.begin(), rec.reason.end(), ';', ',');
         auto put = store_->compare_and_set(key, 0, encode(rec));
         if (put) {
             spdlog::info("{}: wlm: queue '{}' -> {} ({})", node_.node_id, queue, rec.node, rec.reason);
+            rec.version = *put;
             std::lock_guard l(mu_);
             owners_[queue] = std::move(rec);
             return;
@@ -333,36 +396,91 @@ void wlm_service::assign(const std::string& queue) {
     }
 }
 
+// One attach (or anonymous-relay first use) the cache could not answer.
+void wlm_service::serve(request& r) {
+    bool known;
+    {
+        std::lock_guard g(mu_);
+        known = owners_.count(r.queue) != 0;
+    }
+    // An inter-node link always reads the store: the cache may lag a move.
+    if (!known || !r.forwarded_from.empty()) assign(r.queue);
+    plugins::resolution res;
+    {
+        std::lock_guard g(mu_);
+        auto o = owners_.find(r.queue);
+        if (!r.forwarded_from.empty()) {
+            const bool mine = o != owners_.end() &&
+                              (o->second.moving() ? o->second.to : o->second.node) == node_.node_id;
+            res = mine ? plugins::resolution::local()
+                       : plugins::resolution::refuse(
+                             errc::detach_forced,
+                             "node " + node_.node_id + " does not own queue '" + r.queue + "' (owner: " +
+                                 (o == owners_.end() ? std::string("none") : o->second.node) +
+                                 "); it takes no messages handed over for it");
+        } else if (o != owners_.end() && o->second.moving()) {
+            parked_.push_back({r.queue, clock::now() + opts_.park_timeout, std::move(r.done)});
+            return;
+        } else {
+            res = o != owners_.end() ? answer_locked(r.queue)
+                                     : plugins::resolution::refuse(errc::detach_forced,
+                                                                   "no node can take queue '" + r.queue +
+                                                                       "' now (see the node's log)");
+        }
+    }
+    r.done(std::move(res));
+}
+
+// Attaches that waited for a move: answer those whose move ended (all: the
+// node stops), refuse those that waited too long.
+void wlm_service::answer_parked(bool all) {
+    std::vector<std::pair<done_fn, plugins::resolution>> answers;
+    {
+        std::lock_guard l(mu_);
+        const auto now = clock::now();
+        for (auto it = parked_.begin(); it != parked_.end();) {
+            auto o = owners_.find(it->queue);
+            const bool moving = o != owners_.end() && o->second.moving();
+            if (moving && now < it->deadline && !all) {
+                ++it;
+                continue;
+            }
+            answers.emplace_back(std::move(it->done),
+                                 !moving ? (o != owners_.end() ? answer_locked(it->queue)
+                                                               : plugins::resolution::refuse(
+                                                                     errc::not_found, "queue '" + it->queue +
+                                                                                          "' has no owner"))
+                                         : plugins::resolution::refuse(
+                                               errc::detach_forced,
+                                               "queue '" + it->queue + "' is still moving from node " +
+                                                   o->second.node + " to node " + o->second.to + " after " +
+                                                   std::to_string(opts_.park_timeout.count() / 1000) +
+                                                   " s; attach again later"));
+            it = parked_.erase(it);
+        }
+    }
+    for (auto& [done, r] : answers) done(std::move(r));
+}
+
 void wlm_service::run() {
     std::unique_lock l(mu_);
     while (!stop_) {
         cv_.wait_for(l, opts_.poll, [this] { return stop_ || !requests_.empty(); });
         if (stop_) break;
-        std::deque<std::pair<std::string, done_fn>> work;
+        std::deque<request> work;
         work.swap(requests_);
         l.unlock();
         poll_changes();
-        for (auto& [queue, done] : work) {
-            bool known;
-            {
-                std::lock_guard g(mu_);
-                known = owners_.count(queue) != 0;
-            }
-            if (!known) assign(queue);
-            plugins::resolution r;
-            {
-                std::lock_guard g(mu_);
-                r = owners_.count(queue)
-                        ? answer_locked(queue)
-                        : plugins::resolution::refuse(errc::detach_forced,
-                                                      "no node can take queue '" + queue +
-                                                          "' now (see the node's log)");
-            }
-            done(std::move(r));
+        for (auto& r : work) serve(r);
+        answer_parked(false);
+        const auto now = clock::now();
+        if (now >= next_reconcile_) {
+            reconcile();
+            next_reconcile_ = clock::now() + opts_.poll;
         }
-        if (std::chrono::steady_clock::now() >= next_heartbeat_) {
+        if (now >= next_heartbeat_) {
             heartbeat();
-            next_heartbeat_ = std::chrono::steady_clock::now() + opts_.lease_ttl / 3;
+            next_heartbeat_ = clock::now() + opts_.lease_ttl / 3;
         }
         l.lock();
     }

@@ -7,12 +7,23 @@
 // gets an owner by placement (policy and rules), written with
 // compare-and-set so that concurrent first uses agree.
 //
+// Hand-overs (handover.cpp): each tick the node compares the queues it
+// holds with the owner records. A queue it owns that is moving, or a queue
+// it holds that someone else owns (it came back after its queues were
+// reassigned), is handed to the owner-to-be: client links are redirected,
+// the messages are transferred at least once, then the epoch flips (a move)
+// or the local copy is deleted. The same tick drains the node when asked,
+// gives the queues of nodes down longer than reassign-after new owners, and
+// answers attaches parked while their queue was moving.
+//
 // Threads: resolve() runs on connection threads and only reads the cache
 // (a mutex, not on the message path: attaches only); a cache miss and every
 // store operation run on the service's own worker thread.
 
 #include "plugins/api/plugin.hpp"
+#include "internode/forwarder.hpp"
 #include "wlm/core/records.hpp"
+#include "wlm/core/transfer.hpp"
 #include "wlm/metadata/metadata_store.hpp"
 #include "wlm/placement/placement_policy.hpp"
 #include "wlm/placement/placement_rule.hpp"
@@ -24,6 +35,8 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -38,6 +51,11 @@ struct wlm_options {
     std::chrono::milliseconds lease_ttl{10000};
     std::chrono::milliseconds poll{200};
     std::vector<std::string> groups;
+    // Down nodes' queues get new owners after this long; unset: they wait
+    // for their node to return.
+    std::optional<std::chrono::milliseconds> reassign_after;
+    // An attach to a moving queue waits this long for the move to end.
+    std::chrono::milliseconds park_timeout{30000};
 };
 
 // Reads [plugin.wlm]; errors name the key ("plugin.wlm.placement: ...").
@@ -55,6 +73,18 @@ class wlm_service final : public plugins::plugin, public plugins::address_resolv
 
   private:
     using done_fn = std::function<void(plugins::resolution)>;
+    using clock = std::chrono::steady_clock;
+
+    struct request {
+        std::string queue;
+        done_fn done;
+        std::string forwarded_from; // an inter-node link: check the store, not the cache
+    };
+    struct parked {
+        std::string queue;
+        clock::time_point deadline;
+        done_fn done;
+    };
 
     void run();
     std::optional<std::string> register_node();
@@ -64,8 +94,22 @@ class wlm_service final : public plugins::plugin, public plugins::address_resolv
     void poll_changes();
     void apply(const change& c);
     void assign(const std::string& queue);
+    void serve(request& r);
+    void answer_parked(bool all);
     plugins::resolution answer_locked(const std::string& queue) const;
     std::vector<node_load> candidates_locked() const;
+    bool draining_locked() const;
+
+    // handover.cpp (worker thread)
+    void reconcile();
+    void hand_over(const plugins::local_queue& q, const owner_record& rec);
+    bool flip(const std::string& queue, const owner_record& rec);
+    void abandon_move(const std::string& queue, const owner_record& rec, const std::string& why);
+    void claim(const std::string& queue, uint64_t depth);
+    void drain_some();
+    void reassign_down();
+    bool cas_owner(const std::string& queue, const owner_record& rec, const owner_record& next);
+    std::shared_ptr<internode::forwarder> forwarder_to(const std::string& node);
 
     wlm_options opts_;
     plugins::node_context& ctx_;
@@ -75,13 +119,20 @@ class wlm_service final : public plugins::plugin, public plugins::address_resolv
     uint64_t node_version_ = 0;
     uint64_t revision_ = 0;
     placement_state placement_;
-    std::chrono::steady_clock::time_point next_heartbeat_;
+    clock::time_point next_heartbeat_;
+    clock::time_point next_reconcile_;
+    // Worker thread only.
+    std::map<std::string, std::unique_ptr<transfer>> transfers_;       // by queue
+    std::map<std::string, std::shared_ptr<internode::forwarder>> forwarders_; // by node
+    std::map<std::string, clock::time_point> down_since_;              // by node
 
-    mutable std::mutex mu_;                   // the caches and the request queue
+    mutable std::mutex mu_;                   // the caches and the request queues
     std::condition_variable cv_;
     std::unordered_map<std::string, owner_record> owners_;
     std::map<std::string, node_record> nodes_;
-    std::deque<std::pair<std::string, done_fn>> requests_;
+    std::set<std::string> drains_;
+    std::deque<request> requests_;
+    std::vector<parked> parked_;
     bool stop_ = false;
     std::atomic<bool> serving_{false};
     std::thread thread_;

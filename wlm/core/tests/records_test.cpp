@@ -29,12 +29,37 @@ TEST(wlm_records, node_round_trip) {
 }
 
 TEST(wlm_records, owner_round_trip_keeps_the_reason) {
-    owner_record o{"n3", 4, "least-loaded: n1=1.0 n2=2.0 n3=0.0 -> n3"};
+    owner_record o;
+    o.node = "n3";
+    o.epoch = 4;
+    o.reason = "least-loaded: n1=1.0 n2=2.0 n3=0.0 -> n3";
     auto back = decode_owner(encode(o));
     ASSERT_TRUE(back);
     EXPECT_EQ(back->node, "n3");
     EXPECT_EQ(back->epoch, 4u);
+    EXPECT_FALSE(back->moving());
     EXPECT_EQ(back->reason, o.reason);
+}
+
+TEST(wlm_records, a_moving_owner_names_its_successor_and_reasons_stay_one_field) {
+    owner_record o;
+    o.node = "n1";
+    o.epoch = 7;
+    o.st = owner_record::state::moving;
+    o.to = "n2";
+    o.reason = "drain; operator=alice";
+    auto back = decode_owner(encode(o));
+    ASSERT_TRUE(back);
+    EXPECT_TRUE(back->moving());
+    EXPECT_EQ(back->to, "n2");
+    EXPECT_EQ(back->epoch, 7u);
+    EXPECT_EQ(back->reason, "drain, operator=alice");
+    // A record written before moves existed reads as active.
+    auto old = decode_owner("node=n1;epoch=2;reason=local");
+    ASSERT_TRUE(old);
+    EXPECT_FALSE(old->moving());
+    // Moving without a successor is not a record.
+    EXPECT_FALSE(decode_owner("node=n1;epoch=2;state=moving;reason=x"));
 }
 
 TEST(wlm_records, garbage_is_refused) {

@@ -1,0 +1,118 @@
+"""A local Wharf cluster for tests: N wharfd nodes with the wlm plugin and
+one SQLite metadata file, plus the wharf-wlm command beside wharfd."""
+import os
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+
+from proton.utils import BlockingConnection, LinkDetached
+
+from conftest import WHARFD, Wharfd
+
+WHARF_WLM = os.path.join(os.path.dirname(WHARFD), "wharf-wlm") if WHARFD else ""
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Cluster:
+    """wlm: extra [plugin.wlm] keys, e.g. {"lease-ttl": 1, "reassign-after": 2}."""
+
+    def __init__(self, n=3, wlm=None):
+        self.dir = tempfile.mkdtemp(prefix="wharf-cluster-")
+        self.metadata = os.path.join(self.dir, "meta.db")
+        self.wlm = dict(wlm or {})
+        self.nodes = [self._start("n%d" % i) for i in range(1, n + 1)]
+
+    def _config(self):
+        text = "plugins = [\"wlm\"]\nmetadata = \"sqlite:%s\"\n[plugin.wlm]\n" % self.metadata
+        for k, v in self.wlm.items():
+            text += "%s = %s\n" % (k, v)
+        return text
+
+    def _start(self, node_id, data_dir=None):
+        return Wharfd(config_text=self._config(), node_id=node_id, data_dir=data_dir,
+                      listen="127.0.0.1:%d" % free_port())
+
+    @property
+    def by_port(self):
+        return {n.port: n for n in self.nodes}
+
+    def node(self, node_id):
+        return next(n for n in self.nodes if n.node_id == node_id)
+
+    def restart(self, node):
+        """Starts `node` again on its data directory (after kill or stop)."""
+        again = self._start(node.node_id, data_dir=node.data_dir)
+        self.nodes[self.nodes.index(node)] = again
+        return again
+
+    def wlm_command(self, *args):
+        return subprocess.run([WHARF_WLM, "--metadata", "sqlite:" + self.metadata] + list(args),
+                              capture_output=True, text=True, timeout=60)
+
+    def owners(self):
+        """queue -> (owner node id, moving-to or None), from `wharf-wlm status`."""
+        out = self.wlm_command("status")
+        assert out.returncode == 0, out.stderr
+        owners, section = {}, None
+        for line in out.stdout.splitlines():
+            if not line.startswith("  "):
+                section = line.strip()
+                continue
+            if section == "queues:":
+                parts = line.split()
+                moving = parts[parts.index("moving") + 2] if "moving" in parts else None
+                owners[parts[0]] = (parts[1], moving)
+        return owners
+
+    def wait_for(self, cond, timeout=30, what="condition"):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            got = cond()
+            if got:
+                return got
+            time.sleep(0.05)  # poll interval; the condition itself is checked with a deadline
+        raise AssertionError("timed out waiting for " + what)
+
+    def stop(self):
+        for n in self.nodes:
+            if n.proc.poll() is None:
+                os.kill(n.pid, signal.SIGCONT)
+                n.stop()
+
+
+def connect(node, timeout=10):
+    return BlockingConnection(node.url, timeout=timeout, sasl_enabled=False)
+
+
+def attach(node, queue):
+    """'local' if `node` serves `queue`, else the redirect's info (or the error)."""
+    conn = connect(node)
+    try:
+        r = conn.create_receiver(queue)
+        r.close()
+        return "local"
+    except LinkDetached as e:
+        cond = e.link.remote_condition
+        return {"condition": cond.name, "description": cond.description,
+                "info": dict(cond.info) if cond.info else {}}
+    finally:
+        conn.close()
+
+
+def owned_by(cluster, node, prefix, count=1):
+    """Names of `count` queues (prefix-0, prefix-1, ...) whose owner is `node`."""
+    found, i = [], 0
+    while len(found) < count and i < 200:
+        name = "%s-%d" % (prefix, i)
+        if attach(node, name) == "local":
+            found.append(name)
+        i += 1
+    assert len(found) == count, "no queue placed on " + node.node_id
+    return found
