@@ -35,10 +35,13 @@ class plugin_host final : public plugins::node_context {
     void stop();
 
     const std::vector<plugins::address_resolver*>& resolvers() const { return resolvers_; }
+    // What plugins offer AMQP management (served from issue #6 on).
+    const std::vector<plugins::entity_type*>& entity_types() const { return entity_types_; }
 
     // node_context
     const plugins::node_info& node() const override { return node_; }
     void add_resolver(plugins::address_resolver& r) override { resolvers_.push_back(&r); }
+    void add_entity_type(plugins::entity_type& t) override { entity_types_.push_back(&t); }
     plugins::load_figures load_now();
     plugins::load_figures load() override { return load_now(); }
     void detach_links(std::vector<std::string> queues, error err,
@@ -60,6 +63,7 @@ class plugin_host final : public plugins::node_context {
     std::vector<std::unique_ptr<plugins::plugin>> plugins_;
     std::vector<std::string> names_;
     std::vector<plugins::address_resolver*> resolvers_;
+    std::vector<plugins::entity_type*> entity_types_;
     size_t started_ = 0;
     std::atomic<uint64_t> tap_ids_{0};
     periodic_timers timers_;

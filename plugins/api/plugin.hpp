@@ -21,6 +21,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 namespace wharf::plugins {
@@ -128,6 +129,30 @@ class queue_tap {
 
 using timer_id = uint64_t;
 
+// AMQP management (the broker's $management node serves these): one entity
+// is a map of attribute name to value.
+using attribute_value = std::variant<std::monostate, bool, int64_t, std::string>;
+using entity = std::map<std::string, attribute_value>;
+
+// A kind of entity a plugin manages, e.g. "org.wharf.wlm.owner": the broker
+// answers QUERY and READ from query(), and hands every other operation the
+// type declares to invoke(). Methods may block (management runs on a
+// thread of its own) and are called one at a time per type.
+class entity_type {
+  public:
+    virtual ~entity_type() = default;
+    virtual std::string_view type_name() const = 0;
+    virtual std::vector<std::string> attribute_names() const = 0;
+    // Beyond READ and QUERY, e.g. {"MOVE"}.
+    virtual std::vector<std::string> operation_names() const = 0;
+    // Every entity of the type, each with at least "name".
+    virtual result<std::vector<entity>, error> query() = 0;
+    // `name` is the entity's name; `args` the request's application
+    // properties and body map. The result is the response body.
+    virtual result<entity, error> invoke(std::string_view operation, std::string_view name,
+                                         const entity& args) = 0;
+};
+
 // What the broker offers a plugin.
 class node_context {
   public:
@@ -152,6 +177,9 @@ class node_context {
     // Removes `queue` if it holds no message and no link; true if it is gone
     // (or never was). Waits for the queue engine.
     virtual bool delete_queue_if_idle(const std::string& queue) = 0;
+
+    // Before start() returns: offer an entity type to AMQP management.
+    virtual void add_entity_type(entity_type& t) = 0;
 
     // Runs `fn` every `period` on the node's timer thread until cancelled
     // (or the node stops). `fn` must be quick: other plugins' timers wait.

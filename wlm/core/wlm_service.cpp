@@ -74,11 +74,19 @@ std::optional<std::string> wlm_service::start() {
     auto s = sqlite_metadata_store::open(node_.metadata.substr(7));
     if (!s) return s.error().description;
     store_ = std::move(s.value());
+    auto admin = sqlite_metadata_store::open(node_.metadata.substr(7));
+    if (!admin) return admin.error().description;
+    admin_ = std::make_shared<shared_store>();
+    admin_->store = std::move(admin.value());
+    node_entities_ = std::make_unique<node_entities>(admin_);
+    owner_entities_ = std::make_unique<owner_entities>(admin_);
     if (auto bad = register_node()) return bad;
     if (!load_all()) return "cannot read the cluster's state from " + node_.metadata;
     serving_ = true;
     next_heartbeat_ = std::chrono::steady_clock::now() + opts_.lease_ttl / 3;
     ctx_.add_resolver(*this);
+    ctx_.add_entity_type(*node_entities_);
+    ctx_.add_entity_type(*owner_entities_);
     thread_ = std::thread([this] { run(); });
     spdlog::info("{}: wlm: member of the cluster in {} ({} nodes known, {} queues owned)",
                  node_.node_id, node_.metadata, nodes_.size(), owners_.size());

@@ -24,6 +24,7 @@
 #include "internode/forwarder.hpp"
 #include "wlm/core/records.hpp"
 #include "wlm/core/transfer.hpp"
+#include "wlm/core/wlm_entities.hpp"
 #include "wlm/metadata/metadata_store.hpp"
 #include "wlm/placement/placement_policy.hpp"
 #include "wlm/placement/placement_rule.hpp"
@@ -115,6 +116,9 @@ class wlm_service final : public plugins::plugin, public plugins::address_resolv
     plugins::node_context& ctx_;
     const plugins::node_info node_;
     std::unique_ptr<metadata_store> store_;   // worker thread (and start/stop)
+    std::shared_ptr<shared_store> admin_;     // management's own connection to the store
+    std::unique_ptr<node_entities> node_entities_;
+    std::unique_ptr<owner_entities> owner_entities_;
     lease_id lease_ = 0;
     uint64_t node_version_ = 0;
     uint64_t revision_ = 0;

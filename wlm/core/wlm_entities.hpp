@@ -1,0 +1,55 @@
+#pragma once
+// The WLM's management entity types, served by AMQP management (issue #6):
+//   org.wharf.wlm.node   the cluster's live members (and nodes asked to
+//                        drain): address, state, load; DRAIN, UNDRAIN
+//   org.wharf.wlm.owner  every queue's owner: node, epoch, state, next
+//                        owner while moving, the reason; MOVE (arg "node")
+// Both read and write the metadata store through cluster_admin, so they say
+// exactly what wharf-wlm says.
+//
+// Threads: any one thread at a time per object; each call takes the store's
+// lock (the store is blocking and not shared with the WLM worker).
+
+#include "plugins/api/plugin.hpp"
+#include "wlm/metadata/metadata_store.hpp"
+
+#include <memory>
+#include <mutex>
+
+namespace wharf::wlm {
+
+// The store both types use, with its lock.
+struct shared_store {
+    std::mutex mu;
+    std::unique_ptr<metadata_store> store;
+};
+
+class node_entities final : public plugins::entity_type {
+  public:
+    explicit node_entities(std::shared_ptr<shared_store> s) : s_(std::move(s)) {}
+    std::string_view type_name() const override { return "org.wharf.wlm.node"; }
+    std::vector<std::string> attribute_names() const override;
+    std::vector<std::string> operation_names() const override { return {"DRAIN", "UNDRAIN"}; }
+    result<std::vector<plugins::entity>, error> query() override;
+    result<plugins::entity, error> invoke(std::string_view op, std::string_view name,
+                                          const plugins::entity& args) override;
+
+  private:
+    std::shared_ptr<shared_store> s_;
+};
+
+class owner_entities final : public plugins::entity_type {
+  public:
+    explicit owner_entities(std::shared_ptr<shared_store> s) : s_(std::move(s)) {}
+    std::string_view type_name() const override { return "org.wharf.wlm.owner"; }
+    std::vector<std::string> attribute_names() const override;
+    std::vector<std::string> operation_names() const override { return {"MOVE"}; }
+    result<std::vector<plugins::entity>, error> query() override;
+    result<plugins::entity, error> invoke(std::string_view op, std::string_view name,
+                                          const plugins::entity& args) override;
+
+  private:
+    std::shared_ptr<shared_store> s_;
+};
+
+} // namespace wharf::wlm
