@@ -43,7 +43,8 @@ void periodic_timers::run() {
             continue;
         }
         if (clock::now() < next->second.due) {
-            cv_.wait_until(l, next->second.due);
+            const clock::time_point due = next->second.due; // a copy: the entry may go meanwhile
+            cv_.wait_until(l, due);
             continue; // the set may have changed: look again
         }
         const id t = next->first;
