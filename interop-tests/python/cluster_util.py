@@ -81,10 +81,14 @@ class Cluster:
         raise AssertionError("timed out waiting for " + what)
 
     def stop(self):
+        """SIGTERM to every node still running; each must exit cleanly (0)."""
+        codes = {}
         for n in self.nodes:
             if n.proc.poll() is None:
                 os.kill(n.pid, signal.SIGCONT)
-                n.stop()
+                codes[n.node_id] = n.stop()
+        bad = {k: v for k, v in codes.items() if v != 0}
+        assert not bad, "nodes exited badly: %s" % bad
 
 
 def connect(node, timeout=10):
