@@ -11,11 +11,14 @@ namespace wharf::server {
 amqp_connection::amqp_connection(pn_connection_t* c, const connection_settings& s,
                                  engine::queue_engine& engine, std::atomic<uint64_t>& link_ids)
     : conn_(c), settings_(s), engine_(engine), link_ids_(link_ids),
-      outbox_(std::make_shared<connection_outbox>(c)) {
-    pn_connection_set_context(c, this);
+      outbox_(std::make_shared<connection_outbox>(c)), relay_inbox_(std::make_shared<relay::mailbox>(c)) {
+    bind_to(c);
 }
 
-amqp_connection::~amqp_connection() { outbox_->close(); }
+amqp_connection::~amqp_connection() {
+    outbox_->close();
+    relay_inbox_->close();
+}
 
 void amqp_connection::refuse(errc code, std::string description) {
     refused_ = true;
@@ -94,8 +97,14 @@ void amqp_connection::on_event(pn_event_t* e) {
         pn_delivery_t* d = pn_event_delivery(e);
         link_ctx* lc = ctx_of(pn_delivery_link(d));
         if (lc == nullptr) break;
-        if (lc->consumer) on_disposition(*lc, d);
-        else on_incoming(*lc, d);
+        if (lc->relayed) {
+            if (lc->consumer) relay_disposition(*lc, d);
+            else relay_incoming(*lc, d);
+        } else if (lc->consumer) {
+            on_disposition(*lc, d);
+        } else {
+            on_incoming(*lc, d);
+        }
         break;
     }
     case PN_TRANSPORT_ERROR: {
@@ -122,6 +131,7 @@ void amqp_connection::on_transport_closed() {
     }
     end_batch();
     outbox_->close();
+    relay_inbox_->close();
     finished_ = true;
 }
 
@@ -140,6 +150,10 @@ void amqp_connection::end_batch() {
         commands_.clear();
     }
     if (finished_) return;
+    // What the nodes relaying this connection's links sent.
+    relay_inbox_->take(relay_msgs_);
+    for (auto& m : relay_msgs_) handle(m);
+    relay_msgs_.clear();
     // Apply what the engine answered (at once, when it ran on this thread).
     for (;;) {
         outbox_->take(events_, resolutions_);

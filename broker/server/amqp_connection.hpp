@@ -15,7 +15,9 @@
 
 #include "broker/engine/protocol.hpp"
 #include "broker/engine/queue_engine.hpp"
+#include "broker/server/connection_base.hpp"
 #include "broker/server/connection_outbox.hpp"
+#include "broker/server/relay_protocol.hpp"
 
 #include <proton/condition.h>
 #include <proton/connection.h>
@@ -34,8 +36,11 @@
 
 namespace wharf::server {
 
+class relay_hub;
+
 // What a connection needs from its node and listener.
 struct connection_settings {
+    relay_hub* relays = nullptr;     // connections to other nodes, for relayed links
     std::string node_id;
     // Plugins' resolvers, in order (empty: every address is local).
     std::vector<plugins::address_resolver*> resolvers;
@@ -43,26 +48,26 @@ struct connection_settings {
     uint32_t credit_window = 1000;
 };
 
-class amqp_connection {
+class amqp_connection final : public connection_base {
   public:
     amqp_connection(pn_connection_t* c, const connection_settings& s, engine::queue_engine& engine,
                     std::atomic<uint64_t>& link_ids);
-    ~amqp_connection();
+    ~amqp_connection() override;
     amqp_connection(const amqp_connection&) = delete;
     amqp_connection& operator=(const amqp_connection&) = delete;
 
-    void on_event(pn_event_t* e);
+    void on_event(pn_event_t* e) override;
     // After the last event of a batch: hand the batch's commands to the
     // engine and apply whatever it has answered already.
-    void end_batch();
+    void end_batch() override;
 
     // Refuse at open with this condition (max connections, shutting down).
     void refuse(errc code, std::string description);
     // Any thread: ask the connection to close with amqp:connection:forced.
-    void request_shutdown();
+    void request_shutdown() override;
 
-    bool finished() const { return finished_; }
-    pn_connection_t* pn() const { return conn_; }
+    bool finished() const override { return finished_; }
+    pn_connection_t* pn() const override { return conn_; }
 
   private:
     struct link_ctx {
@@ -88,11 +93,24 @@ class amqp_connection {
         std::optional<engine::command> pending_attach; // waiting for the resolvers
         std::string address;          // as attached (for resolvers and redirects)
         std::string forwarded_from;   // another node handing messages over (its id)
+        // relayed: the queue is at another node; its twin link there does the work
+        bool relayed = false;
+        std::shared_ptr<relay::mailbox> relay;         // the peer connection's inbox
+        std::unordered_map<std::string, pn_delivery_t*> relay_unsettled; // by tag
+        uint64_t relay_in = 0;        // transfers from the client (client sends)
     };
 
     void on_link_open(pn_link_t* l);
     void on_link_flow(pn_link_t* l);
     void on_link_close(pn_link_t* l, bool closed);
+    // relay_links.cpp: the client's side of relayed links.
+    void relay_attach(link_ctx& lc, const plugins::resolution& r);
+    void handle(relay::message& m);
+    void relay_flow(link_ctx& lc);
+    void relay_incoming(link_ctx& lc, pn_delivery_t* d);
+    void relay_disposition(link_ctx& lc, pn_delivery_t* d);
+    void relay_detach(link_ctx& lc, bool closed);
+    void relay_ended(link_ctx& lc, const relay::condition& cond, bool closed);
     void on_link_final(pn_link_t* l);
     void on_incoming(link_ctx& lc, pn_delivery_t* d);
     void on_disposition(link_ctx& lc, pn_delivery_t* d);
@@ -134,6 +152,8 @@ class amqp_connection {
     std::vector<engine::command> commands_;
     std::vector<engine::event> events_;
     std::vector<connection_outbox::resolved> resolutions_;
+    std::shared_ptr<relay::mailbox> relay_inbox_;   // answers from peer connections
+    std::vector<relay::message> relay_msgs_;
     std::string scratch_;
     bool finished_ = false;
     bool refused_ = false;

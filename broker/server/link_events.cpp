@@ -129,6 +129,9 @@ void amqp_connection::handle(connection_outbox::resolved& r) {
     case plugins::resolution::kind::refuse:
         refuse_link(*lc, r.r.err, nullptr);
         break;
+    case plugins::resolution::kind::relay:
+        relay_attach(*lc, r.r);
+        break;
     }
 }
 
@@ -172,6 +175,7 @@ void amqp_connection::top_up_credit(link_ctx& lc) {
 void amqp_connection::on_link_flow(pn_link_t* l) {
     link_ctx* lc = ctx_of(l);
     if (lc == nullptr || !lc->consumer || lc->closed || lc->pending_attach) return;
+    if (lc->relayed) return relay_flow(*lc);
     send_held(*lc);
     const int credit = std::max(0, pn_link_credit(l));
     commands_.push_back(
@@ -179,6 +183,10 @@ void amqp_connection::on_link_flow(pn_link_t* l) {
 }
 
 void amqp_connection::detach_link(link_ctx& lc) {
+    if (lc.relayed) {
+        relay_detach(lc, true);
+        return;
+    }
     flush_link(lc);
     engine::cmd_detach c{lc.id, {}};
     if (lc.consumer && lc.link != nullptr) {
@@ -194,6 +202,7 @@ void amqp_connection::detach_link(link_ctx& lc) {
 
 void amqp_connection::on_link_close(pn_link_t* l, bool closed) {
     link_ctx* lc = ctx_of(l);
+    if (lc != nullptr && !lc->closed && lc->relayed) relay_detach(*lc, closed);
     if (lc != nullptr && !lc->closed) detach_link(*lc);
     if (closed) pn_link_close(l);
     else pn_link_detach(l);
@@ -322,6 +331,7 @@ std::optional<error> amqp_connection::route_anonymous(const std::string& to) {
         case plugins::resolution::kind::pass: continue;
         case plugins::resolution::kind::local: return std::nullopt;
         case plugins::resolution::kind::redirect:
+        case plugins::resolution::kind::relay:
             return error{errc::not_found, "queue '" + to + "' is on node " + res->node_id + " at " +
                                               res->host + ":" + std::to_string(res->port) +
                                               "; send it there (this node does not relay)"};

@@ -1,5 +1,6 @@
 #include "broker/server/server.hpp"
 
+#include "broker/server/peer_connection.hpp"
 #include "broker/server/pn_util.hpp"
 
 #include <proton/condition.h>
@@ -35,7 +36,11 @@ std::string bound_address(pn_listener_t* l) {
 server::server(const config::node_config& cfg, engine::queue_engine& engine,
                std::function<void(const std::string&)> on_listening)
     : cfg_(cfg), engine_(engine), on_listening_(std::move(on_listening)),
-      proactor_(pn_proactor()), threads_(cfg.threads == 0 ? 1 : cfg.threads) {
+      proactor_(pn_proactor()), threads_(cfg.threads == 0 ? 1 : cfg.threads),
+      relays_([this](const std::string& node, const std::string& host, uint16_t port) {
+          return connect_peer(node, host, port);
+      }) {
+    settings_.relays = &relays_;
     settings_.node_id = cfg.node_id;
     settings_.max_message_size = cfg.max_message_size;
     settings_.credit_window = cfg.credit_window;
@@ -86,7 +91,7 @@ void server::stop() {
 void server::worker() {
     while (!done_.load()) {
         pn_event_batch_t* batch = pn_proactor_wait(proactor_);
-        amqp_connection* conn = nullptr;
+        connection_base* conn = nullptr;
         bool finished = false;
         while (pn_event_t* e = pn_event_batch_next(batch))
             if (!handle(e, conn)) finished = true;
@@ -103,7 +108,7 @@ void server::worker() {
 }
 
 // Returns false when the proactor has nothing left to do (stopped).
-bool server::handle(pn_event_t* e, amqp_connection*& conn) {
+bool server::handle(pn_event_t* e, connection_base*& conn) {
     switch (pn_event_type(e)) {
     case PN_LISTENER_OPEN: {
         pn_listener_t* l = pn_event_listener(e);
@@ -152,7 +157,7 @@ bool server::handle(pn_event_t* e, amqp_connection*& conn) {
         break;
     }
     if (pn_connection_t* pc = pn_event_connection(e)) {
-        auto* c = static_cast<amqp_connection*>(pn_connection_get_context(pc));
+        auto* c = connection_base::of(pc);
         if (c != nullptr) {
             conn = c;
             c->on_event(e);
@@ -187,8 +192,24 @@ void server::accept(listener_ctx& lc) {
     pn_listener_accept2(lc.listener, pc, t);
 }
 
-void server::finish(amqp_connection* conn) {
-    std::unique_ptr<amqp_connection> gone;
+std::shared_ptr<relay::mailbox> server::connect_peer(const std::string& node, const std::string& host,
+                                                     uint16_t port) {
+    if (stopping_.load()) return nullptr;
+    pn_connection_t* pc = pn_connection();
+    auto peer = std::make_unique<peer_connection>(pc, cfg_.node_id, node, relays_);
+    auto inbox = peer->inbox();
+    {
+        std::lock_guard lock(table_mu_);
+        connections_.emplace(pc, std::move(peer));
+    }
+    const std::string addr = host + ":" + std::to_string(port);
+    spdlog::info("{}: relay: connecting to node {} at {}", cfg_.node_id, node, addr);
+    pn_proactor_connect2(proactor_, pc, nullptr, addr.c_str());
+    return inbox;
+}
+
+void server::finish(connection_base* conn) {
+    std::unique_ptr<connection_base> gone;
     {
         std::lock_guard lock(table_mu_);
         auto it = connections_.find(conn->pn());
@@ -197,7 +218,7 @@ void server::finish(amqp_connection* conn) {
             connections_.erase(it);
         }
     }
-    connection_count_.fetch_sub(1);
+    if (dynamic_cast<amqp_connection*>(conn) != nullptr) connection_count_.fetch_sub(1); // peers are not counted
     finish_all_stopped();
 }
 

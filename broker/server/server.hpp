@@ -11,6 +11,7 @@
 #include "broker/config/node_config.hpp"
 #include "broker/engine/queue_engine.hpp"
 #include "broker/server/amqp_connection.hpp"
+#include "broker/server/relay_hub.hpp"
 
 #include <proton/listener.h>
 #include <proton/proactor.h>
@@ -54,9 +55,11 @@ class server {
     };
 
     void worker();
-    bool handle(pn_event_t* e, amqp_connection*& conn);
+    bool handle(pn_event_t* e, connection_base*& conn);
     void accept(listener_ctx& lc);
-    void finish(amqp_connection* conn);
+    // A connection to another node, for relayed links (relay_hub calls it).
+    std::shared_ptr<relay::mailbox> connect_peer(const std::string& node, const std::string& host, uint16_t port);
+    void finish(connection_base* conn);
     void finish_all_stopped();
 
     const config::node_config& cfg_;
@@ -73,7 +76,8 @@ class server {
     unsigned threads_;
 
     std::mutex table_mu_; // guards connections_ (open/close only, not the message path)
-    std::unordered_map<pn_connection_t*, std::unique_ptr<amqp_connection>> connections_;
+    std::unordered_map<pn_connection_t*, std::unique_ptr<connection_base>> connections_;
+    relay_hub relays_;
 };
 
 } // namespace wharf::server

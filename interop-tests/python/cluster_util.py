@@ -23,14 +23,15 @@ def free_port():
 class Cluster:
     """wlm: extra [plugin.wlm] keys, e.g. {"lease-ttl": 1, "reassign-after": 2}."""
 
-    def __init__(self, n=3, wlm=None):
+    def __init__(self, n=3, wlm=None, broker=""):
         self.dir = tempfile.mkdtemp(prefix="wharf-cluster-")
         self.metadata = os.path.join(self.dir, "meta.db")
         self.wlm = dict(wlm or {})
+        self.broker = broker  # top-level config lines for every node
         self.nodes = [self._start("n%d" % i) for i in range(1, n + 1)]
 
     def _config(self):
-        text = "plugins = [\"wlm\"]\nmetadata = \"sqlite:%s\"\n[plugin.wlm]\n" % self.metadata
+        text = "plugins = [\"wlm\"]\nmetadata = \"sqlite:%s\"\n%s\n[plugin.wlm]\n" % (self.metadata, self.broker)
         for k, v in self.wlm.items():
             text += "%s = %s\n" % (k, v)
         return text
@@ -45,6 +46,18 @@ class Cluster:
 
     def node(self, node_id):
         return next(n for n in self.nodes if n.node_id == node_id)
+
+    def members(self):
+        """Node ids with a live membership record, from `wharf-wlm status`."""
+        out = self.wlm_command("status")
+        assert out.returncode == 0, out.stderr
+        ids, section = set(), None
+        for line in out.stdout.splitlines():
+            if not line.startswith("  "):
+                section = line.strip()
+            elif section == "nodes:" and "(drain requested)" not in line:
+                ids.add(line.split()[0])
+        return ids
 
     def restart(self, node):
         """Starts `node` again on its data directory (after kill or stop)."""

@@ -1,5 +1,6 @@
-"""Three wharfd nodes sharing one SQLite metadata file, with the wlm plugin:
-every queue gets exactly one owner; the others redirect to it."""
+"""Three wharfd nodes sharing one SQLite metadata file, with the wlm plugin
+in redirect mode: every queue gets exactly one owner; the others redirect to
+it."""
 import os
 import signal
 import subprocess
@@ -13,10 +14,13 @@ from proton.utils import LinkDetached
 from cluster_util import Cluster, attach, connect, free_port
 from conftest import WHARFD
 
+# These tests look at ownership through redirects (relay mode would hide it).
+REDIRECT = {"mode": '"redirect"'}
+
 
 @pytest.fixture
 def cluster():
-    c = Cluster()
+    c = Cluster(wlm=REDIRECT)
     yield c
     c.stop()
 
@@ -94,7 +98,7 @@ def test_same_queue_at_all_nodes_at_once_gets_one_owner(cluster):
 
 
 def test_a_node_that_loses_its_lease_detaches_its_links_and_rejoins():
-    c = Cluster(wlm={"lease-ttl": 1, "poll-interval": 0.05})
+    c = Cluster(wlm=dict(REDIRECT, **{"lease-ttl": 1, "poll-interval": 0.05}))
     try:
         n1, n2 = c.nodes[0], c.nodes[1]
         queue = None

@@ -11,7 +11,9 @@ from cluster_util import Cluster, attach, connect, owned_by
 
 import pytest
 
-FAST = {"lease-ttl": 1, "poll-interval": 0.05}
+# Redirect mode: the clients here follow redirects themselves, and ownership
+# shows in where they end up.
+FAST = {"lease-ttl": 1, "poll-interval": 0.05, "mode": '"redirect"'}
 
 
 @pytest.fixture

@@ -33,12 +33,13 @@ struct resolution {
         local,    // the queue is here
         redirect, // the queue is on another node: detach with amqp:link:redirect
         refuse,   // detach with `err`
+        relay,    // the queue is on another node: this node relays the link to it
     };
     kind what = kind::pass;
-    std::string node_id;          // redirect: the owner
-    std::string host;             // redirect: where the owner is reached
+    std::string node_id;          // redirect, relay: the owner
+    std::string host;             // redirect, relay: where the owner is reached
     uint16_t port = 0;
-    std::string address;          // redirect: the address at the owner
+    std::string address;          // redirect, relay: the address at the owner
     error err{errc::internal_error, {}};
 
     static resolution local() { return {kind::local, {}, {}, 0, {}, {errc::internal_error, {}}}; }
@@ -48,6 +49,10 @@ struct resolution {
     }
     static resolution redirect(std::string node, std::string host, uint16_t port, std::string address) {
         return {kind::redirect, std::move(node), std::move(host), port, std::move(address),
+                {errc::internal_error, {}}};
+    }
+    static resolution relay(std::string node, std::string host, uint16_t port, std::string address) {
+        return {kind::relay, std::move(node), std::move(host), port, std::move(address),
                 {errc::internal_error, {}}};
     }
 };

@@ -20,7 +20,25 @@ result<double, std::string> seconds_of(const std::string& key, const std::vector
         return fail("plugin.wlm." + key + ": '" + v[0] + "' is not a positive number of seconds");
     return d;
 }
+
+result<wlm_options::serve_mode, std::string> parse_mode(const std::string& v) {
+    if (v == "relay") return wlm_options::serve_mode::relay;
+    if (v == "redirect") return wlm_options::serve_mode::redirect;
+    return fail("'" + v + "' is not a mode (relay or redirect)");
+}
+
+std::string trim(std::string s) {
+    const size_t b = s.find_first_not_of(" \t");
+    const size_t e = s.find_last_not_of(" \t");
+    return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
+}
 } // namespace
+
+wlm_options::serve_mode wlm_options::mode_for(std::string_view queue) const {
+    for (const auto& [pattern, m] : mode_rules)
+        if (glob_match(pattern, queue)) return m;
+    return mode;
+}
 
 result<wlm_options, std::string> parse_wlm_options(const plugins::options& opts) {
     wlm_options o;
@@ -54,10 +72,23 @@ result<wlm_options, std::string> parse_wlm_options(const plugins::options& opts)
             auto s = seconds_of(key, values);
             if (!s) return fail(s.error());
             o.park_timeout = std::chrono::milliseconds(static_cast<int64_t>(*s * 1000));
+        } else if (key == "mode") {
+            auto m = parse_mode(values[0]);
+            if (!m) return fail("plugin.wlm.mode: " + m.error());
+            o.mode = *m;
+        } else if (key == "mode-rules") {
+            for (const auto& v : values) {
+                const size_t arrow = v.find("->");
+                auto m = arrow == std::string::npos ? parse_mode("") : parse_mode(trim(v.substr(arrow + 2)));
+                const std::string pattern = arrow == std::string::npos ? "" : trim(v.substr(0, arrow));
+                if (pattern.empty() || !m)
+                    return fail("plugin.wlm.mode-rules: '" + v + "' is not \"PATTERN -> relay|redirect\"");
+                o.mode_rules.emplace_back(pattern, *m);
+            }
         } else {
             return fail("plugin.wlm." + key +
                         ": unknown key (known: placement, rules, lease-ttl, poll-interval, groups, "
-                        "reassign-after, park-timeout)");
+                        "reassign-after, park-timeout, mode, mode-rules)");
         }
     }
     return o;
@@ -310,12 +341,35 @@ plugins::resolution wlm_service::answer_locked(const std::string& queue) const {
             errc::detach_forced,
             "queue '" + queue + "' is owned by node " + o->second.node + ", which is down; it is unavailable until "
                 "that node returns" + (opts_.reassign_after ? " or the cluster reassigns it" : ""));
+    if (opts_.mode_for(queue) == wlm_options::serve_mode::relay)
+        return plugins::resolution::relay(o->second.node, n->second.host, n->second.port, queue);
     return plugins::resolution::redirect(o->second.node, n->second.host, n->second.port, queue);
+}
+
+// Temporary queues live on the node their creator is connected to; their
+// names say which ("$dynamic.<node>.<n>"), so a reply sent from any node
+// reaches them. Other '$' addresses are each node's own.
+std::optional<plugins::resolution> wlm_service::node_local_answer(std::string_view address) const {
+    if (address.empty() || address[0] != '$') return std::nullopt;
+    constexpr std::string_view dyn = "$dynamic.";
+    if (address.rfind(dyn, 0) != 0) return plugins::resolution::pass();
+    const std::string_view rest = address.substr(dyn.size());
+    const std::string node(rest.substr(0, rest.find('.')));
+    if (node == node_.node_id) return plugins::resolution::pass();
+    std::lock_guard l(mu_);
+    auto n = nodes_.find(node);
+    if (n == nodes_.end())
+        return plugins::resolution::refuse(errc::not_found, "temporary queue '" + std::string(address) +
+                                                                "' belongs to node " + node + ", which is down");
+    const std::string queue(address);
+    if (opts_.mode_for(queue) == wlm_options::serve_mode::relay)
+        return plugins::resolution::relay(node, n->second.host, n->second.port, queue);
+    return plugins::resolution::redirect(node, n->second.host, n->second.port, queue);
 }
 
 void wlm_service::resolve(const plugins::attach_request& request, done_fn done) {
     const std::string_view address = request.address;
-    if (!address.empty() && address[0] == '$') return done(plugins::resolution::pass());
+    if (auto r = node_local_answer(address)) return done(std::move(*r));
     if (!serving_)
         return done(plugins::resolution::refuse(
             errc::detach_forced, "node " + node_.node_id +
@@ -350,7 +404,7 @@ void wlm_service::resolve(const plugins::attach_request& request, done_fn done) 
 }
 
 std::optional<plugins::resolution> wlm_service::lookup(std::string_view address) {
-    if (!address.empty() && address[0] == '$') return plugins::resolution::pass();
+    if (auto r = node_local_answer(address)) return r;
     if (!serving_)
         return plugins::resolution::refuse(errc::detach_forced,
                                            "node " + node_.node_id + " has lost its cluster membership");

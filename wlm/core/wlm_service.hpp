@@ -57,6 +57,12 @@ struct wlm_options {
     std::optional<std::chrono::milliseconds> reassign_after;
     // An attach to a moving queue waits this long for the move to end.
     std::chrono::milliseconds park_timeout{30000};
+    // How a node serves a queue owned elsewhere: relay the link to the owner
+    // (default) or redirect the client there; mode_rules (first match) first.
+    enum class serve_mode { relay, redirect };
+    serve_mode mode = serve_mode::relay;
+    std::vector<std::pair<std::string, serve_mode>> mode_rules; // glob -> mode
+    serve_mode mode_for(std::string_view queue) const;
 };
 
 // Reads [plugin.wlm]; errors name the key ("plugin.wlm.placement: ...").
@@ -98,6 +104,7 @@ class wlm_service final : public plugins::plugin, public plugins::address_resolv
     void serve(request& r);
     void answer_parked(bool all);
     plugins::resolution answer_locked(const std::string& queue) const;
+    std::optional<plugins::resolution> node_local_answer(std::string_view address) const;
     std::vector<node_load> candidates_locked() const;
     bool draining_locked() const;
 

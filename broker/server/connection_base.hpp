@@ -1,0 +1,32 @@
+#pragma once
+// connection_base: what the server's event loop needs of any connection it
+// runs: a client's (amqp_connection) or one this node opened to another node
+// (peer_connection, for relayed links). The pn_connection_t's context is a
+// connection_base*.
+
+#include <proton/connection.h>
+#include <proton/event.h>
+
+namespace wharf::server {
+
+class connection_base {
+  public:
+    virtual ~connection_base() = default;
+    virtual void on_event(pn_event_t* e) = 0;
+    // After the last event of a batch.
+    virtual void end_batch() = 0;
+    // The transport closed: the server may free the connection.
+    virtual bool finished() const = 0;
+    virtual pn_connection_t* pn() const = 0;
+    // Any thread: close with amqp:connection:forced.
+    virtual void request_shutdown() = 0;
+
+    static connection_base* of(pn_connection_t* c) {
+        return static_cast<connection_base*>(pn_connection_get_context(c));
+    }
+
+  protected:
+    void bind_to(pn_connection_t* c) { pn_connection_set_context(c, static_cast<connection_base*>(this)); }
+};
+
+} // namespace wharf::server

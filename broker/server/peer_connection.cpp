@@ -1,0 +1,265 @@
+#include "broker/server/peer_connection.hpp"
+
+#include "broker/server/pn_util.hpp"
+#include "broker/server/relay_hub.hpp"
+
+#include <proton/delivery.h>
+#include <proton/transport.h>
+#include <spdlog/spdlog.h>
+
+namespace wharf::server {
+
+namespace {
+using kind = relay::message::kind;
+
+std::string tag_of(pn_delivery_t* d) {
+    pn_delivery_tag_t t = pn_delivery_tag(d);
+    return std::string(t.start, t.size);
+}
+
+// The side of the twin that the owner answers for: the queue's end.
+pn_terminus_t* queue_end(pn_link_t* l, bool client_sends) {
+    return client_sends ? pn_link_remote_target(l) : pn_link_remote_source(l);
+}
+} // namespace
+
+peer_connection::peer_connection(pn_connection_t* c, const std::string& own_node, std::string peer_node,
+                                 relay_hub& hub)
+    : conn_(c), peer_node_(std::move(peer_node)), hub_(hub), inbox_(std::make_shared<relay::mailbox>(c)) {
+    bind_to(c);
+    const std::string container = "wharf-" + own_node + "-relay";
+    pn_connection_set_container(c, container.c_str());
+    pn_connection_open(c);
+    session_ = pn_session(c);
+    pn_session_open(session_);
+}
+
+peer_connection::~peer_connection() { inbox_->close(); }
+
+void peer_connection::request_shutdown() {
+    shutdown_requested_.store(true);
+    pn_connection_wake(conn_);
+}
+
+peer_connection::twin* peer_connection::find(uint64_t relay) {
+    auto it = twins_.find(relay);
+    return it == twins_.end() ? nullptr : it->second.get();
+}
+
+void peer_connection::tell(twin& t, relay::message&& m) {
+    m.relay = t.relay;
+    if (auto r = t.reply.lock()) r->post(std::move(m));
+}
+
+void peer_connection::on_event(pn_event_t* e) {
+    switch (pn_event_type(e)) {
+    case PN_CONNECTION_REMOTE_CLOSE: {
+        relay::condition c = relay::capture(pn_connection_remote_condition(conn_));
+        end_all("node " + peer_node_ + " closed the connection" + (c.set() ? ": " + c.description : ""));
+        pn_connection_close(conn_);
+        break;
+    }
+    case PN_LINK_REMOTE_OPEN:
+    case PN_LINK_REMOTE_CLOSE:
+    case PN_LINK_REMOTE_DETACH:
+    case PN_LINK_FLOW: {
+        pn_link_t* l = pn_event_link(e);
+        auto* t = static_cast<twin*>(pn_link_get_context(l));
+        if (t == nullptr) break;
+        const auto type = pn_event_type(e);
+        if (type == PN_LINK_REMOTE_OPEN) on_remote_open(*t);
+        else if (type == PN_LINK_FLOW) on_flow(*t);
+        else on_remote_close(*t, type == PN_LINK_REMOTE_CLOSE);
+        break;
+    }
+    case PN_DELIVERY: {
+        pn_delivery_t* d = pn_event_delivery(e);
+        auto* t = static_cast<twin*>(pn_link_get_context(pn_delivery_link(d)));
+        if (t != nullptr) on_delivery(*t, d);
+        break;
+    }
+    case PN_TRANSPORT_CLOSED: {
+        relay::condition c = relay::capture(pn_transport_condition(pn_event_transport(e)));
+        end_all("the connection to node " + peer_node_ + " was lost" + (c.set() ? ": " + c.description : ""));
+        hub_.lost(inbox_.get());
+        inbox_->close();
+        finished_ = true;
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+void peer_connection::end_batch() {
+    if (finished_) return;
+    if (shutdown_requested_.exchange(false)) {
+        hub_.lost(inbox_.get());
+        end_all("node is shutting down");
+        pn_connection_close(conn_);
+        return;
+    }
+    inbox_->take(msgs_);
+    for (auto& m : msgs_) handle(m);
+    msgs_.clear();
+}
+
+// Every twin ends: their clients' links are detached, saying why.
+void peer_connection::end_all(const std::string& why) {
+    for (auto& [id, t] : twins_) {
+        relay::message m;
+        m.what = t->opened ? kind::detach : kind::refused;
+        m.cond.name = std::string(to_condition(errc::detach_forced));
+        m.cond.description = why;
+        tell(*t, std::move(m));
+        if (t->link != nullptr) pn_link_set_context(t->link, nullptr);
+    }
+    twins_.clear();
+}
+
+void peer_connection::handle(relay::message& m) {
+    if (m.what == kind::attach) return attach(m);
+    twin* t = find(m.relay);
+    if (t == nullptr || t->link == nullptr) return;
+    pn_link_t* l = t->link;
+    switch (m.what) {
+    case kind::flow: {
+        // The client's credit, as an absolute limit over the link's life.
+        const int64_t want = static_cast<int64_t>(m.limit) - static_cast<int64_t>(t->transfers);
+        const int64_t have = pn_link_credit(l);
+        const int more = static_cast<int>(std::max<int64_t>(0, want - have));
+        if (m.drain) {
+            t->drain_asked = true;
+            pn_link_drain(l, more);
+        } else {
+            if (pn_link_get_drain(l)) pn_link_set_drain(l, false);
+            if (more > 0) pn_link_flow(l, more);
+        }
+        break;
+    }
+    case kind::transfer: {
+        pn_delivery_t* d = pn_delivery(l, pn_dtag(m.tag.data(), m.tag.size()));
+        pn_link_send(l, m.bytes.data(), m.bytes.size());
+        pn_link_advance(l);
+        ++t->transfers;
+        if (m.settled) pn_delivery_settle(d);
+        else t->unsettled[m.tag] = d;
+        break;
+    }
+    case kind::disposition: {
+        auto it = t->unsettled.find(m.tag);
+        if (it == t->unsettled.end()) break;
+        pn_delivery_t* d = it->second;
+        if (m.st.type != 0) {
+            relay::apply_local(m.st, d);
+            pn_delivery_update(d, m.st.type);
+        }
+        if (m.settled) {
+            pn_delivery_settle(d);
+            t->unsettled.erase(it);
+        }
+        break;
+    }
+    case kind::detach:
+        relay::apply(m.cond, pn_link_condition(l));
+        pn_link_set_context(l, nullptr);
+        if (m.closed) pn_link_close(l);
+        else pn_link_detach(l);
+        twins_.erase(m.relay);
+        break;
+    default:
+        break;
+    }
+}
+
+void peer_connection::attach(relay::message& m) {
+    auto t = std::make_unique<twin>();
+    t->relay = m.relay;
+    t->reply = m.reply;
+    t->client_sends = m.client_sends;
+    const std::string name = "relay-" + std::to_string(m.relay) + "-" + m.name;
+    pn_link_t* l = m.client_sends ? pn_sender(session_, name.c_str()) : pn_receiver(session_, name.c_str());
+    relay::apply(m.source, pn_link_source(l));
+    relay::apply(m.target, pn_link_target(l));
+    pn_link_set_snd_settle_mode(l, static_cast<pn_snd_settle_mode_t>(m.snd_settle_mode));
+    pn_link_set_rcv_settle_mode(l, static_cast<pn_rcv_settle_mode_t>(m.rcv_settle_mode));
+    t->link = l;
+    pn_link_set_context(l, t.get());
+    pn_link_open(l);
+    twins_.emplace(m.relay, std::move(t));
+}
+
+void peer_connection::on_remote_open(twin& t) {
+    // A refusal comes as an attach with a null terminus, then a detach with
+    // the reason: wait for the detach.
+    if (pn_terminus_get_type(queue_end(t.link, t.client_sends)) == PN_UNSPECIFIED) return;
+    relay::message m;
+    m.what = kind::attached;
+    m.source = relay::capture(pn_link_remote_source(t.link));
+    m.target = relay::capture(pn_link_remote_target(t.link));
+    t.opened = true;
+    tell(t, std::move(m));
+}
+
+void peer_connection::on_remote_close(twin& t, bool closed) {
+    relay::message m;
+    m.what = t.opened ? kind::detach : kind::refused;
+    m.cond = relay::capture(pn_link_remote_condition(t.link));
+    m.closed = closed;
+    tell(t, std::move(m));
+    pn_link_t* l = t.link;
+    pn_link_set_context(l, nullptr);
+    if (closed) pn_link_close(l);
+    else pn_link_detach(l);
+    twins_.erase(t.relay); // t is gone
+}
+
+void peer_connection::on_flow(twin& t) {
+    pn_link_t* l = t.link;
+    if (t.client_sends) {
+        // The owner's credit for our sender: the client may send as much.
+        if (pn_link_get_drain(l)) pn_link_drained(l); // nothing waits here: all is sent at once
+        relay::message m;
+        m.what = kind::flow;
+        m.limit = t.transfers + static_cast<uint64_t>(std::max(0, pn_link_credit(l)));
+        tell(t, std::move(m));
+    } else if (t.drain_asked && pn_link_credit(l) == 0) {
+        t.drain_asked = false;
+        relay::message m;
+        m.what = kind::drained;
+        tell(t, std::move(m));
+    }
+}
+
+void peer_connection::on_delivery(twin& t, pn_delivery_t* d) {
+    pn_link_t* l = t.link;
+    relay::message m;
+    m.tag = tag_of(d);
+    if (!t.client_sends) {
+        // A message from the owner for the client.
+        if (!pn_delivery_readable(d) || pn_delivery_partial(d)) return;
+        m.what = kind::transfer;
+        m.bytes.resize(pn_delivery_pending(d));
+        pn_link_recv(l, m.bytes.data(), m.bytes.size());
+        pn_link_advance(l);
+        m.settled = pn_delivery_settled(d);
+        ++t.transfers;
+        if (m.settled) pn_delivery_settle(d);
+        else t.unsettled[m.tag] = d;
+        tell(t, std::move(m));
+        return;
+    }
+    // The owner's outcome for a message the client sent.
+    if (!pn_delivery_updated(d) && !pn_delivery_settled(d)) return;
+    m.what = kind::disposition;
+    m.st = relay::capture_remote(d);
+    m.settled = pn_delivery_settled(d);
+    pn_delivery_clear(d);
+    if (m.settled) {
+        t.unsettled.erase(m.tag);
+        pn_delivery_settle(d);
+    }
+    tell(t, std::move(m));
+}
+
+} // namespace wharf::server

@@ -1,0 +1,75 @@
+#pragma once
+// peer_connection: a connection this node opened to another node to relay
+// client links to the queues it owns. Each relayed link has a twin here,
+// driven by relay messages from the client's connection and answering it
+// the same way (see relay_protocol.hpp). To the owner the twin is an
+// ordinary client link.
+//
+// Threads: like amqp_connection, one proactor thread at a time runs its
+// event batches. When the connection ends, every twin's client link is
+// detached with amqp:link:detach-forced naming the node.
+
+#include "broker/server/connection_base.hpp"
+#include "broker/server/relay_protocol.hpp"
+
+#include <proton/link.h>
+#include <proton/session.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace wharf::server {
+
+class relay_hub;
+
+class peer_connection final : public connection_base {
+  public:
+    // Opens `c` (and a session); the server hands it to the proactor after.
+    peer_connection(pn_connection_t* c, const std::string& own_node, std::string peer_node, relay_hub& hub);
+    ~peer_connection() override;
+
+    void on_event(pn_event_t* e) override;
+    void end_batch() override;
+    bool finished() const override { return finished_; }
+    pn_connection_t* pn() const override { return conn_; }
+    void request_shutdown() override;
+
+    std::shared_ptr<relay::mailbox> inbox() const { return inbox_; }
+
+  private:
+    struct twin {
+        uint64_t relay = 0;
+        pn_link_t* link = nullptr;
+        std::weak_ptr<relay::mailbox> reply;
+        bool client_sends = false;
+        bool opened = false;          // told the client side
+        bool drain_asked = false;
+        uint64_t transfers = 0;       // received from the owner, or sent to it
+        std::unordered_map<std::string, pn_delivery_t*> unsettled; // by tag
+    };
+
+    void handle(relay::message& m);
+    void attach(relay::message& m);
+    void on_remote_open(twin& t);
+    void on_remote_close(twin& t, bool closed);
+    void on_flow(twin& t);
+    void on_delivery(twin& t, pn_delivery_t* d);
+    void tell(twin& t, relay::message&& m);
+    void end_all(const std::string& why);
+    twin* find(uint64_t relay);
+
+    pn_connection_t* conn_;
+    const std::string peer_node_;
+    relay_hub& hub_;
+    pn_session_t* session_ = nullptr;
+    std::shared_ptr<relay::mailbox> inbox_;
+    std::vector<relay::message> msgs_;
+    std::unordered_map<uint64_t, std::unique_ptr<twin>> twins_;
+    std::atomic<bool> shutdown_requested_{false};
+    bool finished_ = false;
+};
+
+} // namespace wharf::server

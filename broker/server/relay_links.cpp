@@ -1,0 +1,214 @@
+// amqp_connection: the client's side of relayed links. The queue lives at
+// another node; a twin link on a peer connection to it (peer_connection)
+// does the work, and this side mirrors what crosses: the attach (opened here
+// only once the owner opened its side), credit and drain, transfers with
+// their tags, settled flags and bytes, dispositions both ways, and detaches
+// with their conditions. No credit is granted here beyond what the other
+// end gave, and an outcome reaches the producer only once the owner gave it.
+
+#include "broker/server/amqp_connection.hpp"
+#include "broker/server/pn_util.hpp"
+#include "broker/server/relay_hub.hpp"
+
+#include <proton/disposition.h>
+#include <spdlog/spdlog.h>
+
+namespace wharf::server {
+
+namespace {
+std::string tag_of(pn_delivery_t* d) {
+    pn_delivery_tag_t t = pn_delivery_tag(d);
+    return std::string(t.start, t.size);
+}
+} // namespace
+
+void amqp_connection::relay_attach(link_ctx& lc, const plugins::resolution& r) {
+    std::shared_ptr<relay::mailbox> peer =
+        settings_.relays ? settings_.relays->peer(r.node_id, r.host, r.port) : nullptr;
+    if (!peer) {
+        refuse_link(lc, error{errc::internal_error, "queue '" + lc.address + "' is on node " + r.node_id +
+                                                        ", which this node cannot relay to"},
+                    nullptr);
+        return;
+    }
+    pn_link_t* l = lc.link;
+    lc.pending_attach.reset();
+    lc.relayed = true;
+    lc.relay = peer;
+    relay::message m;
+    m.what = relay::message::kind::attach;
+    m.relay = lc.id;
+    m.name = pn_link_name(l);
+    m.client_sends = !lc.consumer;
+    m.source = relay::capture(pn_link_remote_source(l));
+    m.target = relay::capture(pn_link_remote_target(l));
+    relay::terminus& at = lc.consumer ? m.source : m.target;
+    if (!r.address.empty()) {
+        at.address = r.address;
+        at.has_address = true;
+    }
+    m.snd_settle_mode = pn_link_remote_snd_settle_mode(l);
+    m.rcv_settle_mode = pn_link_remote_rcv_settle_mode(l);
+    m.reply = relay_inbox_;
+    if (!peer->post(std::move(m))) {
+        lc.relayed = false;
+        refuse_link(lc, error{errc::detach_forced, "the connection to node " + r.node_id + " just closed; attach again"},
+                    nullptr);
+    }
+}
+
+// Credit the client gave a consumer link, as an absolute limit.
+void amqp_connection::relay_flow(link_ctx& lc) {
+    if (!lc.attached || lc.link == nullptr) return;
+    relay::message m;
+    m.what = relay::message::kind::flow;
+    m.relay = lc.id;
+    m.limit = lc.sent + static_cast<uint64_t>(std::max(0, pn_link_credit(lc.link)));
+    m.drain = pn_link_get_drain(lc.link);
+    lc.relay->post(std::move(m));
+}
+
+// A transfer from a producer on a relayed link: pass it on whole.
+void amqp_connection::relay_incoming(link_ctx& lc, pn_delivery_t* d) {
+    pn_link_t* l = lc.link;
+    if (l == nullptr || !pn_delivery_readable(d) || pn_delivery_partial(d)) return; // Proton gathers the frames
+    if (pn_delivery_aborted(d)) {
+        pn_delivery_settle(d);
+        return;
+    }
+    relay::message m;
+    m.what = relay::message::kind::transfer;
+    m.relay = lc.id;
+    m.tag = tag_of(d);
+    m.bytes.resize(pn_delivery_pending(d));
+    pn_link_recv(l, m.bytes.data(), m.bytes.size());
+    pn_link_advance(l);
+    m.settled = pn_delivery_settled(d);
+    ++lc.relay_in;
+    if (m.settled) pn_delivery_settle(d);
+    else lc.relay_unsettled[m.tag] = d;
+    lc.relay->post(std::move(m));
+}
+
+// The client's outcome or settlement of a delivery from the owner.
+void amqp_connection::relay_disposition(link_ctx& lc, pn_delivery_t* d) {
+    if (!pn_delivery_updated(d) && !pn_delivery_settled(d)) return;
+    relay::message m;
+    m.what = relay::message::kind::disposition;
+    m.relay = lc.id;
+    m.tag = tag_of(d);
+    m.st = relay::capture_remote(d);
+    m.settled = pn_delivery_settled(d);
+    pn_delivery_clear(d);
+    if (m.settled) {
+        lc.relay_unsettled.erase(m.tag);
+        pn_delivery_settle(d);
+    }
+    lc.relay->post(std::move(m));
+}
+
+// The client ended the link (or its connection): end the twin too; the
+// owner returns what the client held unsettled to the queue.
+void amqp_connection::relay_detach(link_ctx& lc, bool closed) {
+    if (lc.closed) return;
+    lc.closed = true;
+    relay::message m;
+    m.what = relay::message::kind::detach;
+    m.relay = lc.id;
+    m.closed = closed;
+    if (lc.link != nullptr) m.cond = relay::capture(pn_link_remote_condition(lc.link));
+    lc.relay->post(std::move(m));
+    lc.relay_unsettled.clear();
+}
+
+// The twin ended: end the client's link with the owner's condition. What the
+// producer sent that the owner never settled is settled modified
+// (delivery-failed) so that the client sends it again.
+void amqp_connection::relay_ended(link_ctx& lc, const relay::condition& cond, bool closed) {
+    if (lc.closed || lc.link == nullptr) return;
+    lc.closed = true;
+    for (auto& [tag, d] : lc.relay_unsettled) {
+        if (lc.consumer) continue; // a consumer's unsettled deliveries just end with the link
+        pn_disposition_set_failed(pn_delivery_local(d), true);
+        pn_delivery_update(d, PN_MODIFIED);
+        pn_delivery_settle(d);
+    }
+    lc.relay_unsettled.clear();
+    relay::apply(cond, pn_link_condition(lc.link));
+    if (closed) pn_link_close(lc.link);
+    else pn_link_detach(lc.link);
+}
+
+void amqp_connection::handle(relay::message& m) {
+    using kind = relay::message::kind;
+    link_ctx* lc = find(m.relay);
+    const bool gone = lc == nullptr || lc->closed || lc->link == nullptr || !lc->relayed;
+    if (gone) {
+        // The client left while the owner answered: end the twin.
+        if (m.what == kind::attached && lc != nullptr && lc->relay) {
+            relay::message bye;
+            bye.what = kind::detach;
+            bye.relay = m.relay;
+            lc->relay->post(std::move(bye));
+        }
+        return;
+    }
+    pn_link_t* l = lc->link;
+    switch (m.what) {
+    case kind::attached:
+        relay::apply(m.source, pn_link_source(l));
+        relay::apply(m.target, pn_link_target(l));
+        pn_link_open(l);
+        lc->attached = true;
+        if (lc->consumer) relay_flow(*lc); // credit the client gave while the owner answered
+        break;
+    case kind::refused: {
+        lc->closed = true;
+        pn_terminus_set_type(lc->consumer ? pn_link_source(l) : pn_link_target(l), PN_UNSPECIFIED);
+        pn_link_open(l);
+        relay::apply(m.cond, pn_link_condition(l));
+        pn_link_close(l);
+        break;
+    }
+    case kind::flow: {
+        // The owner's credit for a producer: the client may send up to it.
+        const int64_t want = static_cast<int64_t>(m.limit) - static_cast<int64_t>(lc->relay_in);
+        const int64_t have = pn_link_credit(l);
+        if (want > have) pn_link_flow(l, static_cast<int>(want - have));
+        break;
+    }
+    case kind::transfer: {
+        pn_delivery_t* d = pn_delivery(l, pn_dtag(m.tag.data(), m.tag.size()));
+        pn_link_send(l, m.bytes.data(), m.bytes.size());
+        pn_link_advance(l);
+        ++lc->sent;
+        if (m.settled) pn_delivery_settle(d);
+        else lc->relay_unsettled[m.tag] = d;
+        break;
+    }
+    case kind::disposition: {
+        auto it = lc->relay_unsettled.find(m.tag);
+        if (it == lc->relay_unsettled.end()) break;
+        pn_delivery_t* d = it->second;
+        if (m.st.type != 0) {
+            relay::apply_local(m.st, d);
+            pn_delivery_update(d, m.st.type);
+        }
+        if (m.settled) {
+            pn_delivery_settle(d);
+            lc->relay_unsettled.erase(it);
+        }
+        break;
+    }
+    case kind::drained:
+        pn_link_drained(l);
+        break;
+    case kind::detach:
+        relay_ended(*lc, m.cond, m.closed);
+        break;
+    case kind::attach:
+        break; // never sent to a client connection
+    }
+}
+
+} // namespace wharf::server
