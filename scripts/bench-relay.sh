@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Relayed (client at n1, queue owned by n2) vs direct (client at n2), in one
+# run, alternating: wharf-bench pair (200k x 100 B, at-least-once) and latency.
+# B=DIR picks the binaries (default build-release/bin).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+B=${B:-$root/build-release/bin}  # build it first: scripts/run.sh builds build-release
+D=$(mktemp -d)
+p1=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
+p2=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
+cat > $D/c.toml <<T
+plugins = ["wlm"]
+metadata = "sqlite:$D/meta.db"
+[plugin.wlm]
+rules = ["* -> node:n2"]
+T
+$B/wharfd --node-id n2 --listen 127.0.0.1:$p2 --data-dir $D/d2 --config $D/c.toml --log-level warn > /dev/null 2>&1 &
+P2=$!
+$B/wharfd --node-id n1 --listen 127.0.0.1:$p1 --data-dir $D/d1 --config $D/c.toml --log-level warn > /dev/null 2>&1 &
+P1=$!
+trap 'kill $P1 $P2; wait' EXIT
+for i in $(seq 50); do (echo > /dev/tcp/127.0.0.1/$p1) 2>/dev/null && (echo > /dev/tcp/127.0.0.1/$p2) 2>/dev/null && break; sleep 0.1; done
+sleep 0.5
+for round in 1 2 3; do
+  for where in direct relayed; do
+    port=$p2; [ $where = relayed ] && port=$p1
+    r=$($B/wharf-bench pair --url 127.0.0.1:$port --address bench-$where-$round --count 200000 --json --quiet)
+    l=$($B/wharf-bench latency --url 127.0.0.1:$port --address lat-$where-$round --count 5000 --json --quiet)
+    echo "$round $where $(echo "$r" | python3 -c 'import json,sys;d=json.load(sys.stdin);print("pair_recv_per_s=%d" % d["received_per_s"])') $(echo "$l" | python3 -c 'import json,sys;d=json.load(sys.stdin);L=d["latency"];print("lat_p50_us=%s lat_p99_us=%s" % (L["p50_us"], L["p99_us"]))')"
+  done
+done
