@@ -96,7 +96,7 @@ class amqp_connection final : public connection_base {
         // relayed: the queue is at another node; its twin link there does the work
         bool relayed = false;
         std::shared_ptr<relay::mailbox> relay;         // the peer connection's inbox
-        std::unordered_map<std::string, pn_delivery_t*> relay_unsettled; // by tag
+        relay::unsettled_map relay_unsettled;
         uint64_t relay_in = 0;        // transfers from the client (client sends)
     };
 

@@ -137,29 +137,13 @@ void peer_connection::handle(relay::message& m) {
         }
         break;
     }
-    case kind::transfer: {
-        pn_delivery_t* d = pn_delivery(l, pn_dtag(m.tag.data(), m.tag.size()));
-        pn_link_send(l, m.bytes.data(), m.bytes.size());
-        pn_link_advance(l);
+    case kind::transfer:
+        relay::send(l, m, t->unsettled);
         ++t->transfers;
-        if (m.settled) pn_delivery_settle(d);
-        else t->unsettled[m.tag] = d;
         break;
-    }
-    case kind::disposition: {
-        auto it = t->unsettled.find(m.tag);
-        if (it == t->unsettled.end()) break;
-        pn_delivery_t* d = it->second;
-        if (m.st.type != 0) {
-            relay::apply_local(m.st, d);
-            pn_delivery_update(d, m.st.type);
-        }
-        if (m.settled) {
-            pn_delivery_settle(d);
-            t->unsettled.erase(it);
-        }
+    case kind::disposition:
+        relay::settle(m, t->unsettled);
         break;
-    }
     case kind::detach:
         relay::apply(m.cond, pn_link_condition(l));
         pn_link_set_context(l, nullptr);

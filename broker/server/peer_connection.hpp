@@ -48,7 +48,7 @@ class peer_connection final : public connection_base {
         bool opened = false;          // told the client side
         bool drain_asked = false;
         uint64_t transfers = 0;       // received from the owner, or sent to it
-        std::unordered_map<std::string, pn_delivery_t*> unsettled; // by tag
+        relay::unsettled_map unsettled;
     };
 
     void handle(relay::message& m);

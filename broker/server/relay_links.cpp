@@ -177,29 +177,13 @@ void amqp_connection::handle(relay::message& m) {
         if (want > have) pn_link_flow(l, static_cast<int>(want - have));
         break;
     }
-    case kind::transfer: {
-        pn_delivery_t* d = pn_delivery(l, pn_dtag(m.tag.data(), m.tag.size()));
-        pn_link_send(l, m.bytes.data(), m.bytes.size());
-        pn_link_advance(l);
+    case kind::transfer:
+        relay::send(l, m, lc->relay_unsettled);
         ++lc->sent;
-        if (m.settled) pn_delivery_settle(d);
-        else lc->relay_unsettled[m.tag] = d;
         break;
-    }
-    case kind::disposition: {
-        auto it = lc->relay_unsettled.find(m.tag);
-        if (it == lc->relay_unsettled.end()) break;
-        pn_delivery_t* d = it->second;
-        if (m.st.type != 0) {
-            relay::apply_local(m.st, d);
-            pn_delivery_update(d, m.st.type);
-        }
-        if (m.settled) {
-            pn_delivery_settle(d);
-            lc->relay_unsettled.erase(it);
-        }
+    case kind::disposition:
+        relay::settle(m, lc->relay_unsettled);
         break;
-    }
     case kind::drained:
         pn_link_drained(l);
         break;

@@ -2,6 +2,7 @@
 
 #include <proton/codec.h>
 #include <proton/disposition.h>
+#include <proton/link.h>
 
 namespace wharf::server::relay {
 
@@ -97,6 +98,28 @@ void apply_local(const state& s, pn_delivery_t* d) {
         pn_disposition_set_failed(disp, s.failed);
         pn_disposition_set_undeliverable(disp, s.undeliverable);
         decode(s.annotations, pn_disposition_annotations(disp));
+    }
+}
+
+void send(pn_link_t* l, const message& m, unsettled_map& unsettled) {
+    pn_delivery_t* d = pn_delivery(l, pn_dtag(m.tag.data(), m.tag.size()));
+    pn_link_send(l, m.bytes.data(), m.bytes.size());
+    pn_link_advance(l);
+    if (m.settled) pn_delivery_settle(d);
+    else unsettled[m.tag] = d;
+}
+
+void settle(const message& m, unsettled_map& unsettled) {
+    auto it = unsettled.find(m.tag);
+    if (it == unsettled.end()) return;
+    pn_delivery_t* d = it->second;
+    if (m.st.type != 0) {
+        apply_local(m.st, d);
+        pn_delivery_update(d, m.st.type);
+    }
+    if (m.settled) {
+        pn_delivery_settle(d);
+        unsettled.erase(it);
     }
 }
 

@@ -12,6 +12,7 @@
 #include <proton/condition.h>
 #include <proton/connection.h>
 #include <proton/delivery.h>
+#include <proton/link.h>
 #include <proton/proactor.h>
 #include <proton/terminus.h>
 
@@ -19,6 +20,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace wharf::server::relay {
@@ -56,6 +58,15 @@ state capture_remote(pn_delivery_t* d);
 void apply_local(const state& s, pn_delivery_t* d);
 
 class mailbox;
+struct message;
+
+using unsettled_map = std::unordered_map<std::string, pn_delivery_t*>; // by delivery tag
+
+// Sends a transfer message's bytes on `l` with its tag and settled flag;
+// an unsettled delivery is remembered in `unsettled`.
+void send(pn_link_t* l, const message& m, unsettled_map& unsettled);
+// Applies a disposition message (state, settlement) to the delivery with its tag.
+void settle(const message& m, unsettled_map& unsettled);
 
 struct message {
     enum class kind {
