@@ -98,6 +98,19 @@ class amqp_connection final : public connection_base {
         std::shared_ptr<relay::mailbox> relay;         // the peer connection's inbox
         relay::unsettled_map relay_unsettled;
         uint64_t relay_in = 0;        // transfers from the client (client sends)
+        // anonymous relay: a twin (null target) at each node that owns a `to`
+        struct anon_twin {
+            uint64_t relay = 0;
+            std::shared_ptr<relay::mailbox> peer;
+            relay::unsettled_map unsettled;
+        };
+        std::unordered_map<std::string, anon_twin> anon_twins; // by node id
+        // anonymous relay: messages whose `to` the cluster is placing now
+        struct held_message {
+            pn_delivery_t* d;             // nullptr: pre-settled
+            engine::incoming_message m;
+        };
+        std::deque<held_message> anon_held;
     };
 
     void on_link_open(pn_link_t* l);
@@ -111,6 +124,10 @@ class amqp_connection final : public connection_base {
     void relay_disposition(link_ctx& lc, pn_delivery_t* d);
     void relay_detach(link_ctx& lc, bool closed);
     void relay_ended(link_ctx& lc, const relay::condition& cond, bool closed);
+    void relay_anonymous(link_ctx& lc, pn_delivery_t* d, const plugins::resolution& to, std::string bytes,
+                         bool presettled);
+    bool handle_anonymous(relay::message& m);
+    void end_anon_twins(link_ctx& lc);
     void on_link_final(pn_link_t* l);
     void on_incoming(link_ctx& lc, pn_delivery_t* d);
     void on_disposition(link_ctx& lc, pn_delivery_t* d);
@@ -126,7 +143,17 @@ class amqp_connection final : public connection_base {
     void send_held(link_ctx& lc);
     void send_delivery(link_ctx& lc, engine::ev_deliver& ev);
     void resolve(link_ctx& lc, size_t resolver);
-    std::optional<error> route_anonymous(const std::string& to);
+    // Where an anonymous-relay message goes.
+    struct anon_route {
+        enum { local, relay, refuse, unknown } kind = local;
+        error err{errc::internal_error, {}};
+        plugins::resolution to;       // relay
+        size_t resolver = 0;          // unknown: the resolver that is finding out
+    };
+    anon_route route_anonymous(const std::string& to);
+    // Sends one anonymous-relay message where its `to` says; may_wait: hold it
+    // while the cluster places an unknown address (else refuse it).
+    void dispatch_anonymous(link_ctx& lc, pn_delivery_t* d, engine::incoming_message&& m, bool may_wait);
     void refuse_link(link_ctx& lc, const error& err, const plugins::resolution* redirect);
 
     void detach_link(link_ctx& lc);
@@ -154,6 +181,8 @@ class amqp_connection final : public connection_base {
     std::vector<connection_outbox::resolved> resolutions_;
     std::shared_ptr<relay::mailbox> relay_inbox_;   // answers from peer connections
     std::vector<relay::message> relay_msgs_;
+    // anonymous-relay twins: relay id -> (the client's link, the node)
+    std::unordered_map<uint64_t, std::pair<engine::link_id, std::string>> anon_routes_;
     std::string scratch_;
     bool finished_ = false;
     bool refused_ = false;

@@ -37,6 +37,7 @@ class connection_outbox final : public engine::outbox {
         engine::link_id link;
         size_t resolver;          // which resolver of the chain answered
         plugins::resolution r;
+        std::string anon_to;      // set: not an attach but anonymous-relay messages to this address
     };
     void deliver_resolution(resolved&& r) {
         std::lock_guard lock(mu_);

@@ -9,6 +9,7 @@
 #include <proton/session.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
@@ -111,6 +112,16 @@ void amqp_connection::resolve(link_ctx& lc, size_t index) {
 
 void amqp_connection::handle(connection_outbox::resolved& r) {
     link_ctx* lc = find(r.link);
+    if (!r.anon_to.empty()) {
+        // The address of held anonymous-relay messages is placed now.
+        if (lc == nullptr || lc->closed || lc->link == nullptr) return;
+        std::deque<link_ctx::held_message> still;
+        std::deque<link_ctx::held_message> ready;
+        for (auto& h : lc->anon_held) (h.m.to == r.anon_to ? ready : still).push_back(std::move(h));
+        lc->anon_held.swap(still);
+        for (auto& h : ready) dispatch_anonymous(*lc, h.d, std::move(h.m), false);
+        return;
+    }
     if (lc == nullptr || lc->closed || lc->link == nullptr || !lc->pending_attach) return;
     switch (r.r.what) {
     case plugins::resolution::kind::pass:
@@ -187,6 +198,8 @@ void amqp_connection::detach_link(link_ctx& lc) {
         relay_detach(lc, true);
         return;
     }
+    end_anon_twins(lc);
+    lc.anon_held.clear(); // their deliveries end with the link
     flush_link(lc);
     engine::cmd_detach c{lc.id, {}};
     if (lc.consumer && lc.link != nullptr) {
@@ -298,13 +311,11 @@ void amqp_connection::on_incoming(link_ctx& lc, pn_delivery_t* d) {
         (m.expiry_ms == 0 || *info->absolute_expiry_ms < m.expiry_ms))
         m.expiry_ms = *info->absolute_expiry_ms;
     if (lc.anonymous && info->to) {
-        if (auto refusal = route_anonymous(*info->to)) {
-            if (presettled) pn_delivery_settle(d);
-            else reject_now(d, refusal->code, refusal->description);
-            top_up_credit(lc);
-            return;
-        }
         m.to = std::move(*info->to);
+        if (presettled) pn_delivery_settle(d);
+        dispatch_anonymous(lc, presettled ? nullptr : d, std::move(m), true);
+        top_up_credit(lc);
+        return;
     }
     mark_dirty(lc);
     lc.to_publish.push_back(std::move(m));
@@ -318,27 +329,78 @@ void amqp_connection::on_incoming(link_ctx& lc, pn_delivery_t* d) {
 }
 
 // In a cluster, an anonymous-relay message goes into a local queue only if
-// this node owns it: no two nodes may serve one queue. (Relaying it to the
-// owner is the proxy's job.)
-std::optional<error> amqp_connection::route_anonymous(const std::string& to) {
-    for (auto* r : settings_.resolvers) {
-        auto res = r->lookup(to);
-        if (!res)
-            return error{errc::not_found, "queue '" + to +
-                                              "' has no owner yet; the cluster is placing it now: "
-                                              "send the message again"};
+// this node owns it: no two nodes may serve one queue. In relay mode it goes
+// to its owner; in redirect mode it is refused, naming the owner.
+amqp_connection::anon_route amqp_connection::route_anonymous(const std::string& to) {
+    anon_route out;
+    for (size_t i = 0; i < settings_.resolvers.size(); ++i) {
+        auto res = settings_.resolvers[i]->lookup(to);
+        if (!res) {
+            out.kind = anon_route::unknown;
+            out.resolver = i;
+            return out;
+        }
         switch (res->what) {
         case plugins::resolution::kind::pass: continue;
-        case plugins::resolution::kind::local: return std::nullopt;
-        case plugins::resolution::kind::redirect:
+        case plugins::resolution::kind::local: return out;
         case plugins::resolution::kind::relay:
-            return error{errc::not_found, "queue '" + to + "' is on node " + res->node_id + " at " +
-                                              res->host + ":" + std::to_string(res->port) +
-                                              "; send it there (this node does not relay)"};
-        case plugins::resolution::kind::refuse: return res->err;
+            out.kind = anon_route::relay;
+            out.to = std::move(*res);
+            return out;
+        case plugins::resolution::kind::redirect:
+            out.kind = anon_route::refuse;
+            out.err = error{errc::not_found, "queue '" + to + "' is on node " + res->node_id + " at " + res->host +
+                                                 ":" + std::to_string(res->port) +
+                                                 "; send it there (this node does not relay)"};
+            return out;
+        case plugins::resolution::kind::refuse:
+            out.kind = anon_route::refuse;
+            out.err = res->err;
+            return out;
         }
     }
-    return std::nullopt;
+    return out;
+}
+
+void amqp_connection::dispatch_anonymous(link_ctx& lc, pn_delivery_t* d, engine::incoming_message&& m,
+                                         bool may_wait) {
+    anon_route r = route_anonymous(m.to);
+    if (r.kind == anon_route::unknown && !may_wait) {
+        r.kind = anon_route::refuse;
+        r.err = error{errc::not_found,
+                      "queue '" + m.to + "' has no owner: the cluster could not place it (see the node's log)"};
+    }
+    switch (r.kind) {
+    case anon_route::refuse:
+        if (d != nullptr) reject_now(d, r.err.code, r.err.description);
+        return;
+    case anon_route::relay:
+        relay_anonymous(lc, d, r.to, std::string(m.body.bytes()), d == nullptr);
+        return;
+    case anon_route::unknown: {
+        // The cluster is placing this address: hold the message until it
+        // knows (other messages on the link go on meanwhile).
+        const bool first = std::none_of(lc.anon_held.begin(), lc.anon_held.end(),
+                                        [&](const auto& h) { return h.m.to == m.to; });
+        const std::string to = m.to;
+        lc.anon_held.push_back({d, std::move(m)});
+        if (!first) return;
+        std::weak_ptr<connection_outbox> out = outbox_;
+        const engine::link_id id = lc.id;
+        const size_t index = r.resolver;
+        settings_.resolvers[index]->resolve(plugins::attach_request{to, true, {}},
+                                            [out, id, index, to](plugins::resolution res) {
+                                                if (auto o = out.lock())
+                                                    o->deliver_resolution({id, index, std::move(res), to});
+                                            });
+        return;
+    }
+    case anon_route::local:
+        mark_dirty(lc);
+        lc.to_publish.push_back(std::move(m));
+        lc.awaiting.push_back(d);
+        return;
+    }
 }
 
 void amqp_connection::handle(engine::ev_published& ev) {

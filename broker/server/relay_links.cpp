@@ -139,8 +139,106 @@ void amqp_connection::relay_ended(link_ctx& lc, const relay::condition& cond, bo
     else pn_link_detach(lc.link);
 }
 
+// ---- anonymous relay across nodes ---------------------------------------------
+
+namespace {
+// Settles what a twin never answered so that the producer sends it again.
+void fail_unsettled(relay::unsettled_map& unsettled) {
+    for (auto& [tag, d] : unsettled) {
+        pn_disposition_set_failed(pn_delivery_local(d), true);
+        pn_delivery_update(d, PN_MODIFIED);
+        pn_delivery_settle(d);
+    }
+    unsettled.clear();
+}
+} // namespace
+
+void amqp_connection::relay_anonymous(link_ctx& lc, pn_delivery_t* d, const plugins::resolution& to,
+                                      std::string bytes, bool presettled) {
+    auto& twin = lc.anon_twins[to.node_id];
+    if (!twin.peer) {
+        twin.peer = settings_.relays ? settings_.relays->peer(to.node_id, to.host, to.port) : nullptr;
+        twin.relay = link_ids_.fetch_add(1, std::memory_order_relaxed) + 1;
+        if (twin.peer) {
+            relay::message attach;
+            attach.what = relay::message::kind::attach;
+            attach.relay = twin.relay;
+            attach.name = std::string(pn_link_name(lc.link)) + "-to-" + to.node_id;
+            attach.client_sends = true;
+            attach.source = relay::capture(pn_link_remote_source(lc.link));
+            attach.target = relay::capture(pn_link_remote_target(lc.link)); // null: anonymous there too
+            attach.snd_settle_mode = pn_link_remote_snd_settle_mode(lc.link);
+            attach.rcv_settle_mode = pn_link_remote_rcv_settle_mode(lc.link);
+            attach.reply = relay_inbox_;
+            if (twin.peer->post(std::move(attach))) anon_routes_[twin.relay] = {lc.id, to.node_id};
+            else twin.peer.reset();
+        }
+    }
+    // d is null when the producer pre-settled the message (it is settled
+    // here already); the twin's transfer is pre-settled too.
+    relay::message m;
+    m.what = relay::message::kind::transfer;
+    m.relay = twin.relay;
+    m.tag = d != nullptr ? tag_of(d) : "s" + std::to_string(++lc.relay_in);
+    const std::string tag = m.tag;
+    m.bytes = std::move(bytes);
+    m.settled = presettled || d == nullptr;
+    const bool sent = twin.peer && twin.peer->post(std::move(m));
+    if (!sent) {
+        anon_routes_.erase(twin.relay);
+        lc.anon_twins.erase(to.node_id);
+        if (d != nullptr)
+            reject_now(d, errc::detach_forced, "cannot reach node " + to.node_id + ", which owns the queue; send again");
+        return;
+    }
+    if (d != nullptr) twin.unsettled[tag] = d;
+}
+
+// A message for an anonymous twin; false if `m` is not for one.
+bool amqp_connection::handle_anonymous(relay::message& m) {
+    using kind = relay::message::kind;
+    auto route = anon_routes_.find(m.relay);
+    if (route == anon_routes_.end()) return false;
+    link_ctx* lc = find(route->second.first);
+    auto twin = lc ? lc->anon_twins.find(route->second.second) : decltype(lc->anon_twins.end()){};
+    if (lc == nullptr || twin == lc->anon_twins.end() || twin->second.relay != m.relay) {
+        anon_routes_.erase(route);
+        return true;
+    }
+    switch (m.what) {
+    case kind::disposition:
+        relay::settle(m, twin->second.unsettled);
+        break;
+    case kind::refused:
+    case kind::detach:
+        spdlog::info("{}: anonymous relay to node {} ended: {} {}", settings_.node_id, route->second.second,
+                     m.cond.name, m.cond.description);
+        fail_unsettled(twin->second.unsettled);
+        lc->anon_twins.erase(twin);
+        anon_routes_.erase(route);
+        break;
+    default:
+        break; // attached, flow: the producer's credit is this node's own window
+    }
+    return true;
+}
+
+void amqp_connection::end_anon_twins(link_ctx& lc) {
+    for (auto& [node, twin] : lc.anon_twins) {
+        anon_routes_.erase(twin.relay);
+        twin.unsettled.clear(); // the client's link is ending: its deliveries end with it
+        if (!twin.peer) continue;
+        relay::message bye;
+        bye.what = relay::message::kind::detach;
+        bye.relay = twin.relay;
+        twin.peer->post(std::move(bye));
+    }
+    lc.anon_twins.clear();
+}
+
 void amqp_connection::handle(relay::message& m) {
     using kind = relay::message::kind;
+    if (handle_anonymous(m)) return;
     link_ctx* lc = find(m.relay);
     const bool gone = lc == nullptr || lc->closed || lc->link == nullptr || !lc->relayed;
     if (gone) {

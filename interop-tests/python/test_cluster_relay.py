@@ -3,8 +3,8 @@ a queue uses it as if it were local; the node relays the link to the owner."""
 import time
 
 import pytest
-from proton import Message, Timeout
-from proton.utils import ConnectionClosed, LinkDetached
+from proton import Delivery, Message, Timeout
+from proton.utils import ConnectionClosed, LinkDetached, SendException
 
 from cluster_util import Cluster, connect
 
@@ -141,3 +141,35 @@ def test_request_reply_across_nodes_through_temporary_queues(cluster):
     finally:
         requester.close()
         service.close()
+
+
+def test_anonymous_relay_sends_each_message_to_its_owner_and_returns_its_outcome():
+    tiny = '[[queue]]\nname = "tiny"\nmax-depth-messages = 1\noverflow-policy = "reject"\n'
+    c = Cluster(n=2, wlm=PINNED, broker=tiny)
+    try:
+        n1, n2 = c.nodes
+        conn = connect(n1)
+        try:
+            anon = conn.create_sender(None)
+            for q in ("anon-a", "anon-b"):
+                for i in range(3):
+                    anon.send(Message(address=q, id=i, body="%s-%d" % (q, i)))  # accepted by n2
+            anon.send(Message(address="tiny", body="fits"))
+            with pytest.raises(SendException) as err:
+                anon.send(Message(address="tiny", body="does not fit"))  # n2 rejects: full
+            assert err.value.state == Delivery.REJECTED
+        finally:
+            conn.close()
+        # Everything is at the owner, n2, in order.
+        direct = connect(n2)
+        try:
+            for q in ("anon-a", "anon-b"):
+                rcv = direct.create_receiver(q, credit=10)
+                assert [rcv.receive(timeout=10).body for _ in range(3)] == ["%s-%d" % (q, i) for i in range(3)]
+                rcv.accept()
+        finally:
+            direct.close()
+        assert set(c.owners()) >= {"anon-a", "anon-b", "tiny"}
+        assert all(o[0] == "n2" for o in c.owners().values())
+    finally:
+        c.stop()
