@@ -1,7 +1,6 @@
 #include "tools/wharf-bench/connection_client.hpp"
 
 #include <proton/connection_options.hpp>
-#include <proton/transport.hpp>
 
 #include <exception>
 #include <string>
@@ -14,64 +13,24 @@ connection_client::connection_client(run_control& run, int index) : guarded_hand
 
 void connection_client::connect(proton::container& c) {
     const auto& o = run_.options();
-    connection_ = c.connect(o.url, proton::connection_options()
-                                       .handler(*this)
-                                       .container_id(o.container_id_prefix + "-" + std::to_string(index_)));
-}
-
-bool connection_client::post(proton::work f) {
-    std::lock_guard lock(wq_mutex_);
-    return work_queue_ != nullptr && work_queue_->add(std::move(f));
+    wharf::client::client_options co;
+    co.connection.container_id(o.container_id_prefix + "-" + std::to_string(index_));
+    client_ = std::make_unique<wharf::client::cluster_client>(c, co);
+    connected_.store(true);          // seq_cst, with closing_ in request_close():
+    if (closing_.load()) return;     // one of the two sees the other
+    // Receivers first, so they are attached before the first message.
+    for (auto& r : receivers_) r->open(*client_);
+    for (auto& s : senders_) s->open(*client_);
 }
 
 bool connection_client::request_close() {
-    closing_.store(true, std::memory_order_relaxed);
-    return post([this] { close_now(); });
+    closing_.store(true);
+    if (!connected_.load()) return false;
+    return client_->close() > 0;
 }
 
 void connection_client::poke_senders() {
-    post([this] {
-        for (auto& s : senders_) s->poke();
-    });
-}
-
-void connection_client::close_now() {
-    if (!connection_ || !connection_.active()) return;
-    for (auto& r : receivers_) r->close();
-    for (auto& s : senders_) s->close();
-    connection_.close();
-}
-
-void connection_client::on_connection_open(proton::connection& c) {
-    connection_ = c;
-    {
-        std::lock_guard lock(wq_mutex_);
-        work_queue_ = &c.work_queue();
-    }
-    if (closing()) {
-        close_now();
-        return;
-    }
-    // Receivers first, so they are attached before the first message.
-    for (auto& r : receivers_) r->open(c);
-    for (auto& s : senders_) s->open(c);
-}
-
-void connection_client::on_connection_close(proton::connection& c) {
-    if (!closing() && !run_.failed()) {
-        if (c.error()) report("connection", c.error());
-        else run_.fail("connection " + std::to_string(index_) + " closed by the peer");
-    }
-}
-
-void connection_client::on_transport_close(proton::transport&) {
-    {
-        std::lock_guard lock(wq_mutex_);
-        work_queue_ = nullptr;
-    }
-    transport_closed_.store(true, std::memory_order_release);
-    if (!closing() && !run_.failed())
-        run_.fail("connection " + std::to_string(index_) + " to " + run_.options().url + " ended unexpectedly");
+    for (auto& s : senders_) s->poke();
 }
 
 // ---- bench_clients ----

@@ -1,19 +1,25 @@
 #pragma once
 // connection_client: one benchmark connection and the link clients on it.
+// The links are opened through a wharf::client::cluster_client of its own,
+// which follows link redirects: a link refused with amqp:link:redirect is
+// attached again at the node the redirect names, over the client's
+// connection to that node (one per node, opened on demand). So one
+// connection_client is one connection to --url plus, in a cluster, one to
+// each node its queues live on; all of them carry the container id PREFIX-i.
+//
 // Owned by main (bench_clients), created before the container runs and
-// destroyed after it has stopped. Proton callbacks run on the connection's
-// thread; post(), request_close() and poke_senders() may be called from any
-// thread and hop onto that thread through the connection's work_queue.
+// destroyed after it has stopped. Link callbacks run on the thread of the
+// connection each link is on; request_close() and poke_senders() may be
+// called from any thread.
 
 #include "tools/wharf-bench/link_clients.hpp"
 
-#include <proton/connection.hpp>
+#include "client/cluster_client.hpp"
+
 #include <proton/container.hpp>
-#include <proton/work_queue.hpp>
 
 #include <atomic>
 #include <memory>
-#include <mutex>
 #include <vector>
 
 namespace wharf::bench {
@@ -25,32 +31,22 @@ public:
     // Called once on a container thread (on_container_start).
     void connect(proton::container& c);
 
-    // Runs `f` on this connection's thread. False when the connection is gone
-    // (never opened, or its loop has ended): `f` will not run.
-    bool post(proton::work f);
-    // False when the connection is not open (never opened, or already gone).
+    // Detaches every link and closes the connections. False when none was
+    // up any more (never opened, or already gone).
     bool request_close();
     void poke_senders();
 
     bool closing() const override { return closing_.load(std::memory_order_relaxed); }
-    bool transport_closed() const { return transport_closed_.load(std::memory_order_acquire); }
     int index() const { return index_; }
 
     std::vector<std::unique_ptr<sender_client>>& senders() { return senders_; }
     std::vector<std::unique_ptr<receiver_client>>& receivers() { return receivers_; }
 
 private:
-    void on_connection_open(proton::connection& c) override;
-    void on_connection_close(proton::connection& c) override;
-    void on_transport_close(proton::transport& t) override;
-    void close_now();
-
     const int index_;
-    proton::connection connection_;
-    std::mutex wq_mutex_;
-    proton::work_queue* work_queue_ = nullptr;  // set while the connection is alive
+    std::unique_ptr<wharf::client::cluster_client> client_;  // set in connect()
+    std::atomic<bool> connected_{false};
     std::atomic<bool> closing_{false};
-    std::atomic<bool> transport_closed_{false};
     std::vector<std::unique_ptr<sender_client>> senders_;
     std::vector<std::unique_ptr<receiver_client>> receivers_;
 };

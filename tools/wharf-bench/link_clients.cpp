@@ -55,6 +55,9 @@ void guarded_handler::on_sender_error(proton::sender& s) {
 void guarded_handler::on_receiver_error(proton::receiver& r) {
     report("receiver link from '" + r.source().address() + "'", r.error());
 }
+void guarded_handler::on_link_failure(const wharf::client::link_failure& f) {
+    report(std::string(f.sender ? "sender link to '" : "receiver link from '") + f.address + "'", f.condition);
+}
 
 // ---- sender_client ----
 
@@ -80,17 +83,40 @@ sender_client::sender_client(run_control& run, connection_client& owner, int lin
 
 bool sender_client::closing() const { return owner_.closing(); }
 
-void sender_client::open(proton::connection& c) {
+void sender_client::open(wharf::client::cluster_client& client) {
     const auto& o = run_.options();
-    sender_ = c.open_sender(o.queue_for(link_index_), proton::sender_options()
-                                                          .handler(*this)
-                                                          .delivery_mode(settle_mode(o))
-                                                          .target(proton::target_options().address(
-                                                              o.queue_for(link_index_))));
+    auto link = client.open_sender(o.url, o.queue_for(link_index_), *this,
+                                   proton::sender_options()
+                                       .delivery_mode(settle_mode(o))
+                                       .target(proton::target_options().address(o.queue_for(link_index_))));
+    std::lock_guard lock(link_mutex_);
+    link_ = std::move(link);
 }
 
-void sender_client::close() {
-    if (sender_ && sender_.active()) sender_.close();
+bool sender_client::post(proton::work f) {
+    wharf::client::link_ref link;
+    {
+        std::lock_guard lock(link_mutex_);
+        link = link_;
+    }
+    return link.post(std::move(f));
+}
+
+void sender_client::poke() {
+    post([this] { pump(); });
+}
+
+void sender_client::on_sender_open(proton::sender& s) {
+    sender_ = s;
+    queue_.store(&s.work_queue(), std::memory_order_release);
+    pump();
+}
+
+// The old link belongs to the old connection: let go of it here. What was in
+// flight on it comes back as released (the library's default), not re-sent.
+void sender_client::on_redirect(const wharf::client::redirect_info&) {
+    sender_ = proton::sender();
+    queue_.store(nullptr, std::memory_order_release);
 }
 
 void sender_client::request_send() {
@@ -190,30 +216,31 @@ receiver_client::receiver_client(run_control& run, connection_client& owner, int
 
 bool receiver_client::closing() const { return owner_.closing(); }
 
-void receiver_client::open(proton::connection& c) {
+void receiver_client::open(wharf::client::cluster_client& client) {
     const auto& o = run_.options();
-    receiver_ = c.open_receiver(o.queue_for(link_index_), proton::receiver_options()
-                                                              .handler(*this)
-                                                              .credit_window(0)
-                                                              .auto_accept(true)
-                                                              .delivery_mode(settle_mode(o))
-                                                              .source(proton::source_options().address(
-                                                                  o.queue_for(link_index_))));
-}
-
-void receiver_client::close() {
-    if (receiver_ && receiver_.active()) receiver_.close();
+    client.open_receiver(o.url, o.queue_for(link_index_), *this,
+                         proton::receiver_options()
+                             .credit_window(0)
+                             .auto_accept(true)
+                             .delivery_mode(settle_mode(o))
+                             .source(proton::source_options().address(o.queue_for(link_index_))));
 }
 
 void receiver_client::grant(std::uint32_t wanted) {
     const std::uint32_t granted = run_.take_credit(link_index_ % std::max(1, run_.options().queues), wanted);
-    if (granted > 0) receiver_.add_credit(granted);
+    if (granted > 0 && receiver_) receiver_.add_credit(granted);
 }
 
-void receiver_client::on_receiver_open(proton::receiver&) {
+void receiver_client::on_receiver_open(proton::receiver& r) {
+    receiver_ = r;
+    // After a redirect the library has given the new link the credit the old
+    // one had left: grant only at the first attach.
+    if (attached_ns_.load(std::memory_order_relaxed) != 0) return;
     attached_ns_.store(now_ns(), std::memory_order_release);
     grant(window_);
 }
+
+void receiver_client::on_redirect(const wharf::client::redirect_info&) { receiver_ = proton::receiver(); }
 
 void receiver_client::on_message(proton::delivery& d, proton::message& m) {
     if (closing()) {
@@ -249,10 +276,10 @@ void receiver_client::route_receipt(const proton::message& m) {
     const auto index = proton::get<std::uint64_t>(id);
     if (index >= senders_.size()) return;
     sender_client* origin = senders_[index];
-    if (&origin->owner() == &owner_) {
-        origin->request_send();
-    } else if (!origin->owner().post([origin] { origin->request_send(); })) {
-        // That connection's loop has ended; its pair is over.
+    if (origin->current_queue() == &receiver_.work_queue()) {
+        origin->request_send(); // same connection: this thread
+    } else if (!origin->post([origin] { origin->request_send(); })) {
+        // That link is gone; its pair is over.
     }
 }
 

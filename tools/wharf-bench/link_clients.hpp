@@ -1,15 +1,20 @@
 #pragma once
-// The Proton handlers of one benchmark connection's links:
+// The Proton handlers of one benchmark connection's links, opened through
+// the wharf_client library (client/), which follows link redirects:
 //   guarded_handler  - base of every handler here: reports each error Proton
-//                      raises to run_control instead of letting the default throw.
+//                      or the library raises to run_control instead of letting
+//                      the default throw.
 //   sender_client    - one sending link: pre-built message, bounded in-flight.
 //   receiver_client  - one receiving link: credit granted in batches.
-// connection_client (connection_client.hpp) owns them. All their Proton
-// callbacks run on the owning connection's thread; the monitor thread only
+// connection_client (connection_client.hpp) owns them. A link's callbacks run
+// on the thread of the connection it is on — after a redirect, the library's
+// connection to the node that serves the queue; the monitor thread only
 // reads `counters()` and `finished()`.
 
 #include "tools/wharf-bench/histogram.hpp"
 #include "tools/wharf-bench/run_control.hpp"
+
+#include "client/cluster_client.hpp"
 
 #include <proton/binary.hpp>
 #include <proton/message.hpp>
@@ -17,9 +22,11 @@
 #include <proton/messaging_handler.hpp>
 #include <proton/receiver.hpp>
 #include <proton/sender.hpp>
+#include <proton/work_queue.hpp>
 
 #include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -43,7 +50,7 @@ struct link_counters {
     }
 };
 
-class guarded_handler : public proton::messaging_handler {
+class guarded_handler : public wharf::client::link_handler {
 public:
     explicit guarded_handler(run_control& run) : run_(run) {}
 
@@ -59,6 +66,7 @@ protected:
     void on_session_error(proton::session& s) override;
     void on_sender_error(proton::sender& s) override;
     void on_receiver_error(proton::receiver& r) override;
+    void on_link_failure(const wharf::client::link_failure& f) override;
 
     run_control& run_;
 };
@@ -68,15 +76,18 @@ public:
     // quota: messages this link sends (UINT64_MAX: until told to stop).
     sender_client(run_control& run, connection_client& owner, int link_index, std::uint64_t quota);
 
-    void open(proton::connection& c);
+    void open(wharf::client::cluster_client& client);
     // Latency mode: our previous message has arrived; send the next one.
+    // On this link's thread.
     void request_send();
-    // Re-checks whether this link is done (after the stop flag was set).
-    void poke() { pump(); }
-    // Detaches the link (closing); on the connection's thread.
-    void close();
+    // Runs f on this link's thread. False if the link is gone. Any thread.
+    bool post(proton::work f);
+    // Re-checks whether this link is done (after the stop flag was set). Any thread.
+    void poke();
+    // The work queue of the connection the link is on now (nullptr: none).
+    // A receiver on the same connection may call request_send() directly.
+    const proton::work_queue* current_queue() const { return queue_.load(std::memory_order_acquire); }
 
-    connection_client& owner() const { return owner_; }
     const link_counters& counters() const { return counters_; }
     bool finished() const { return finished_.load(std::memory_order_acquire); }
     // Send mode at-least-once: send-to-accept latency. Read after the run.
@@ -84,6 +95,8 @@ public:
 
 private:
     bool closing() const override;
+    void on_sender_open(proton::sender& s) override;
+    void on_redirect(const wharf::client::redirect_info& r) override;
     void on_sendable(proton::sender& s) override;
     void on_tracker_accept(proton::tracker& t) override;
     void on_tracker_reject(proton::tracker& t) override;
@@ -104,7 +117,10 @@ private:
     const bool one_at_a_time_;   // latency mode
     const bool time_accepts_;    // send mode, at-least-once
     const std::uint64_t in_flight_;
-    proton::sender sender_;
+    std::mutex link_mutex_;  // link_ is set on a container thread, used from any
+    wharf::client::link_ref link_;
+    std::atomic<const proton::work_queue*> queue_{nullptr};
+    proton::sender sender_;  // the current link (set on open, dropped on redirect)
     proton::message message_;
     proton::binary body_;
     proton::binary tag_;
@@ -128,9 +144,7 @@ public:
     receiver_client(run_control& run, connection_client& owner, int link_index,
                     const std::vector<sender_client*>& senders);
 
-    void open(proton::connection& c);
-    // Detaches the link (closing), so the broker releases what it prefetched.
-    void close();
+    void open(wharf::client::cluster_client& client);
 
     const link_counters& counters() const { return counters_; }
     bool attached() const { return attached_ns_.load(std::memory_order_acquire) != 0; }
@@ -142,6 +156,7 @@ public:
 private:
     bool closing() const override;
     void on_receiver_open(proton::receiver& r) override;
+    void on_redirect(const wharf::client::redirect_info& r) override;
     void on_message(proton::delivery& d, proton::message& m) override;
     void on_receiver_close(proton::receiver& r) override;
     void on_receiver_detach(proton::receiver& r) override;
@@ -154,7 +169,7 @@ private:
     const std::vector<sender_client*>& senders_;
     const bool read_stamp_;
     const std::uint32_t window_;
-    proton::receiver receiver_;
+    proton::receiver receiver_;  // the current link (set on open, dropped on redirect)
     std::uint32_t used_since_grant_ = 0;
     link_counters counters_;
     std::atomic<std::uint64_t> attached_ns_{0};
