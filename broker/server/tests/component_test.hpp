@@ -18,12 +18,20 @@ namespace wharf::server::test {
 
 class component_test : public ::testing::Test {
   protected:
+    ~component_test() override;
     // Starts this test's broker; fails the test if it does not listen.
+    // With WHARF_COMPONENT_RELAY=1 in the environment the broker the test
+    // talks to is the front of a two-node cluster in relay mode, and every
+    // queue lives at the other node (see relay_pair.cpp): the same tests
+    // then check that relaying changes nothing a client can see.
     wharfd_process& start_broker(wharfd_options opts = {}) {
+        if (relay_mode()) return start_relay_pair(std::move(opts));
         broker_ = std::make_unique<wharfd_process>(std::move(opts));
         EXPECT_TRUE(broker_->listening()) << broker_->stderr_text();
         return *broker_;
     }
+    static bool relay_mode();
+    wharfd_process& start_relay_pair(wharfd_options opts);
     // A connected client (wait_open() already succeeded, or the test failed).
     std::unique_ptr<test_client> connect(client_options opts = {}) {
         auto c = std::make_unique<test_client>(broker_->url(), opts);
@@ -90,6 +98,8 @@ class component_test : public ::testing::Test {
     }
 
   private:
+    std::string cluster_dir_;               // relay mode: the metadata file's directory
+    std::unique_ptr<wharfd_process> owner_; // relay mode: where the queues are
     std::unique_ptr<wharfd_process> broker_;
 };
 

@@ -1,0 +1,66 @@
+// component_test in relay mode: two wharfd nodes sharing a metadata file,
+// the wlm plugin in relay mode pinning every queue to "owner", and the test's
+// clients connected to the other node (the "front", with the test's node id). Both nodes get the test's options (queue
+// policies act at the owner, connection limits at the front).
+
+#include "broker/server/tests/component_test.hpp"
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+namespace wharf::server::test {
+
+namespace {
+uint16_t free_port() {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    uint16_t port = 0;
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+        port = ntohs(a.sin_port);
+    ::close(fd);
+    return port;
+}
+} // namespace
+
+component_test::~component_test() {
+    broker_.reset(); // the front first: it holds links relayed to the owner
+    owner_.reset();
+    if (!cluster_dir_.empty()) {
+        std::error_code ec;
+        std::filesystem::remove_all(cluster_dir_, ec);
+    }
+}
+
+bool component_test::relay_mode() {
+    const char* v = std::getenv("WHARF_COMPONENT_RELAY");
+    return v != nullptr && std::string(v) == "1";
+}
+
+wharfd_process& component_test::start_relay_pair(wharfd_options opts) {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "wharf-relay-XXXXXX").string();
+    if (mkdtemp(tmpl.data()) != nullptr) cluster_dir_ = tmpl;
+    const std::string config = "plugins = [\"wlm\"]\nmetadata = \"sqlite:" + cluster_dir_ + "/meta.db\"\n" +
+                               opts.config_toml +
+                               "\n[plugin.wlm]\nrules = [\"* -> node:owner\"]\nlease-ttl = 1\npoll-interval = 0.05\n";
+    for (const std::string& id : {std::string("owner"), opts.node_id}) { // the front keeps the test's node id
+        wharfd_options w = opts;
+        w.node_id = id;
+        w.config_toml = config;
+        const std::string here = "127.0.0.1:" + std::to_string(free_port());
+        w.args.insert(w.args.end(), {"--listen", here, "--advertise", here});
+        auto p = std::make_unique<wharfd_process>(std::move(w));
+        EXPECT_TRUE(p->listening()) << id << ": " << p->stderr_text();
+        (id == "owner" ? owner_ : broker_) = std::move(p);
+    }
+    return *broker_;
+}
+
+} // namespace wharf::server::test
