@@ -364,6 +364,14 @@ amqp_connection::anon_route amqp_connection::route_anonymous(const std::string& 
 
 void amqp_connection::dispatch_anonymous(link_ctx& lc, pn_delivery_t* d, engine::incoming_message&& m,
                                          bool may_wait) {
+    // Messages to one address keep their order: behind one that waits for
+    // its address to be placed, the next waits too.
+    const bool behind = may_wait && std::any_of(lc.anon_held.begin(), lc.anon_held.end(),
+                                                [&](const auto& h) { return h.m.to == m.to; });
+    if (behind) {
+        lc.anon_held.push_back({d, std::move(m)});
+        return;
+    }
     anon_route r = route_anonymous(m.to);
     if (r.kind == anon_route::unknown && !may_wait) {
         r.kind = anon_route::refuse;
@@ -380,11 +388,8 @@ void amqp_connection::dispatch_anonymous(link_ctx& lc, pn_delivery_t* d, engine:
     case anon_route::unknown: {
         // The cluster is placing this address: hold the message until it
         // knows (other messages on the link go on meanwhile).
-        const bool first = std::none_of(lc.anon_held.begin(), lc.anon_held.end(),
-                                        [&](const auto& h) { return h.m.to == m.to; });
         const std::string to = m.to;
-        lc.anon_held.push_back({d, std::move(m)});
-        if (!first) return;
+        lc.anon_held.push_back({d, std::move(m)}); // the first held for `to` (see `behind`)
         std::weak_ptr<connection_outbox> out = outbox_;
         const engine::link_id id = lc.id;
         const size_t index = r.resolver;
