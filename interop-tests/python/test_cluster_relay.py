@@ -173,3 +173,60 @@ def test_anonymous_relay_sends_each_message_to_its_owner_and_returns_its_outcome
         assert all(o[0] == "n2" for o in c.owners().values())
     finally:
         c.stop()
+
+
+def test_a_killed_owner_under_a_producer_loses_nothing_it_accepted():
+    c = Cluster(n=2, wlm=PINNED)
+    try:
+        n1, n2 = c.nodes
+        conn = connect(n1)
+        snd = conn.create_sender("fragile-in")
+        accepted = []
+        with pytest.raises(LinkDetached) as err:
+            for i in range(100000):
+                snd.send(Message(id=i, body="m%d" % i, durable=True), timeout=10)
+                accepted.append(i)  # the owner stored it
+                if i == 200:
+                    n2.kill()
+        assert "amqp:link:detach-forced" in str(err.value) and "n2" in str(err.value)
+        assert len(accepted) >= 201
+        conn.close()
+        c.wait_for(lambda: "n2" not in c.members(), what="n2's lease to lapse")
+        n2 = c.restart(n2)
+        got = set()
+        deadline = time.monotonic() + 30
+        while not got.issuperset(accepted) and time.monotonic() < deadline:
+            again = connect(n1)
+            try:
+                r = again.create_receiver("fragile-in", credit=100)
+                while not got.issuperset(accepted):
+                    got.add(r.receive(timeout=5).id)
+                    r.accept()
+            except (LinkDetached, ConnectionClosed, Timeout):
+                time.sleep(0.1)  # n2 still joining; poll again until the deadline
+            finally:
+                again.close()
+        assert got.issuperset(accepted), sorted(set(accepted) - got)[:10]
+    finally:
+        c.stop()
+
+
+def test_a_client_that_goes_away_returns_its_unsettled_messages_to_the_owner(cluster):
+    n1, n2 = cluster.nodes
+    conn = connect(n1)
+    snd = conn.create_sender("held")
+    for i in range(5):
+        snd.send(Message(id=i, body="m%d" % i))
+    rcv = conn.create_receiver("held", credit=5)
+    taken = [rcv.receive(timeout=10).id for _ in range(5)]  # none settled
+    assert taken == list(range(5))
+    conn.close()  # the relayed link ends: the owner gets them back
+    direct = connect(n2)
+    try:
+        r = direct.create_receiver("held", credit=5)
+        again = [r.receive(timeout=10) for _ in range(5)]
+        r.accept()
+        assert [m.id for m in again] == list(range(5))
+        assert all(m.delivery_count == 1 for m in again)  # delivered once before
+    finally:
+        direct.close()
