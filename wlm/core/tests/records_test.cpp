@@ -96,5 +96,39 @@ TEST(wlm_options, parse_and_errors_name_the_key) {
     EXPECT_NE(unknown.error().find("unknown key"), std::string::npos) << unknown.error();
 }
 
+TEST(wlm_options, serving_mode_defaults_to_relay_and_rules_pick_per_address) {
+    auto dflt = parse_wlm_options({});
+    ASSERT_TRUE(dflt);
+    EXPECT_EQ(dflt->mode_for("orders"), wlm_options::serve_mode::relay);
+
+    auto o = parse_wlm_options({{"mode", {"redirect"}},
+                                {"mode-rules", {"fast.* -> relay", "  audit.?  ->  redirect "}}});
+    ASSERT_TRUE(o) << o.error();
+    EXPECT_EQ(o->mode_for("orders"), wlm_options::serve_mode::redirect);
+    EXPECT_EQ(o->mode_for("fast.eu.1"), wlm_options::serve_mode::relay);
+    EXPECT_EQ(o->mode_for("audit.1"), wlm_options::serve_mode::redirect);
+
+    auto bad_mode = parse_wlm_options({{"mode", {"proxy"}}});
+    ASSERT_FALSE(bad_mode);
+    EXPECT_NE(bad_mode.error().find("plugin.wlm.mode: 'proxy'"), std::string::npos) << bad_mode.error();
+    for (const char* bad : {"fast.* relay", "-> relay", "fast.* -> teleport"}) {
+        auto r = parse_wlm_options({{"mode-rules", {bad}}});
+        ASSERT_FALSE(r) << bad;
+        EXPECT_NE(r.error().find("plugin.wlm.mode-rules"), std::string::npos) << r.error();
+    }
+}
+
+TEST(wlm_options, reassign_after_and_park_timeout_are_seconds) {
+    auto o = parse_wlm_options({{"reassign-after", {"2.5"}}, {"park-timeout", {"4"}}});
+    ASSERT_TRUE(o) << o.error();
+    ASSERT_TRUE(o->reassign_after.has_value());
+    EXPECT_EQ(o->reassign_after->count(), 2500);
+    EXPECT_EQ(o->park_timeout.count(), 4000);
+    EXPECT_FALSE(parse_wlm_options({})->reassign_after.has_value()); // default: wait for the node
+    auto bad = parse_wlm_options({{"reassign-after", {"soon"}}});
+    ASSERT_FALSE(bad);
+    EXPECT_NE(bad.error().find("plugin.wlm.reassign-after"), std::string::npos) << bad.error();
+}
+
 } // namespace
 } // namespace wharf::wlm
