@@ -131,8 +131,9 @@ void amqp_connection::on_transport_closed() {
     }
     end_batch();
     outbox_->close();
-    relay_inbox_->close();
+    relay_inbox_->close(); // what twins still said is moot: the links are gone
     finished_ = true;
+    relay_out_.flush();
 }
 
 void amqp_connection::end_batch() {
@@ -149,7 +150,10 @@ void amqp_connection::end_batch() {
         engine_.post(std::move(commands_));
         commands_.clear();
     }
-    if (finished_) return;
+    if (finished_) {
+        relay_out_.flush();
+        return;
+    }
     // What the nodes relaying this connection's links sent.
     relay_inbox_->take(relay_msgs_);
     for (auto& m : relay_msgs_) handle(m);
@@ -169,6 +173,7 @@ void amqp_connection::end_batch() {
         engine_.post(std::move(commands_));
         commands_.clear();
     }
+    relay_out_.flush();
 }
 
 // Moves a link's buffered publishes and settlements into the command batch.

@@ -180,6 +180,7 @@ class amqp_connection final : public connection_base {
     std::vector<engine::event> events_;
     std::vector<connection_outbox::resolved> resolutions_;
     std::shared_ptr<relay::mailbox> relay_inbox_;   // answers from peer connections
+    relay::batch relay_out_;                         // to peer connections, posted at the batch's end
     std::vector<relay::message> relay_msgs_;
     // anonymous-relay twins: relay id -> (the client's link, the node)
     std::unordered_map<uint64_t, std::pair<engine::link_id, std::string>> anon_routes_;

@@ -48,7 +48,20 @@ peer_connection::twin* peer_connection::find(uint64_t relay) {
 
 void peer_connection::tell(twin& t, relay::message&& m) {
     m.relay = t.relay;
-    if (auto r = t.reply.lock()) r->post(std::move(m));
+    out_.add(t.reply.lock(), std::move(m));
+}
+
+// Attaches that were still waiting in the inbox when the connection ended:
+// their clients hear why, like the twins' clients do.
+void peer_connection::refuse_waiting(std::vector<relay::message>&& waiting, const std::string& why) {
+    for (auto& m : waiting) {
+        if (m.what != kind::attach || !m.more) continue;
+        relay::message no;
+        no.what = kind::refused;
+        no.relay = m.relay;
+        no.x().cond = {std::string(to_condition(errc::detach_forced)), why, {}};
+        out_.add(m.more->reply.lock(), std::move(no));
+    }
 }
 
 void peer_connection::on_event(pn_event_t* e) {
@@ -80,10 +93,13 @@ void peer_connection::on_event(pn_event_t* e) {
     }
     case PN_TRANSPORT_CLOSED: {
         relay::condition c = relay::capture(pn_transport_condition(pn_event_transport(e)));
-        end_all("the connection to node " + peer_node_ + " was lost" + (c.set() ? ": " + c.description : ""));
+        const std::string why =
+            "the connection to node " + peer_node_ + " was lost" + (c.set() ? ": " + c.description : "");
+        end_all(why);
         hub_.lost(inbox_.get());
-        inbox_->close();
+        refuse_waiting(inbox_->close(), why);
         finished_ = true;
+        out_.flush();
         break;
     }
     default:
@@ -92,16 +108,18 @@ void peer_connection::on_event(pn_event_t* e) {
 }
 
 void peer_connection::end_batch() {
-    if (finished_) return;
-    if (shutdown_requested_.exchange(false)) {
-        hub_.lost(inbox_.get());
-        end_all("node is shutting down");
-        pn_connection_close(conn_);
-        return;
+    if (!finished_) {
+        if (shutdown_requested_.exchange(false)) {
+            hub_.lost(inbox_.get());
+            end_all("node is shutting down");
+            pn_connection_close(conn_);
+        } else {
+            inbox_->take(msgs_);
+            for (auto& m : msgs_) handle(m);
+            msgs_.clear();
+        }
     }
-    inbox_->take(msgs_);
-    for (auto& m : msgs_) handle(m);
-    msgs_.clear();
+    out_.flush();
 }
 
 // Every twin ends: their clients' links are detached, saying why.
@@ -109,8 +127,7 @@ void peer_connection::end_all(const std::string& why) {
     for (auto& [id, t] : twins_) {
         relay::message m;
         m.what = t->opened ? kind::detach : kind::refused;
-        m.cond.name = std::string(to_condition(errc::detach_forced));
-        m.cond.description = why;
+        m.x().cond = {std::string(to_condition(errc::detach_forced)), why, {}};
         tell(*t, std::move(m));
         if (t->link != nullptr) pn_link_set_context(t->link, nullptr);
     }
@@ -145,7 +162,7 @@ void peer_connection::handle(relay::message& m) {
         relay::settle(m, t->unsettled);
         break;
     case kind::detach:
-        relay::apply(m.cond, pn_link_condition(l));
+        if (m.cond()) relay::apply(*m.cond(), pn_link_condition(l));
         pn_link_set_context(l, nullptr);
         if (m.closed) pn_link_close(l);
         else pn_link_detach(l);
@@ -157,16 +174,18 @@ void peer_connection::handle(relay::message& m) {
 }
 
 void peer_connection::attach(relay::message& m) {
+    if (!m.more) return;
+    const relay::details& a = *m.more;
     auto t = std::make_unique<twin>();
     t->relay = m.relay;
-    t->reply = m.reply;
-    t->client_sends = m.client_sends;
-    const std::string name = "relay-" + std::to_string(m.relay) + "-" + m.name;
-    pn_link_t* l = m.client_sends ? pn_sender(session_, name.c_str()) : pn_receiver(session_, name.c_str());
-    relay::apply(m.source, pn_link_source(l));
-    relay::apply(m.target, pn_link_target(l));
-    pn_link_set_snd_settle_mode(l, static_cast<pn_snd_settle_mode_t>(m.snd_settle_mode));
-    pn_link_set_rcv_settle_mode(l, static_cast<pn_rcv_settle_mode_t>(m.rcv_settle_mode));
+    t->reply = a.reply;
+    t->client_sends = a.client_sends;
+    const std::string name = "relay-" + std::to_string(m.relay) + "-" + a.name;
+    pn_link_t* l = a.client_sends ? pn_sender(session_, name.c_str()) : pn_receiver(session_, name.c_str());
+    relay::apply(a.source, pn_link_source(l));
+    relay::apply(a.target, pn_link_target(l));
+    pn_link_set_snd_settle_mode(l, static_cast<pn_snd_settle_mode_t>(a.snd_settle_mode));
+    pn_link_set_rcv_settle_mode(l, static_cast<pn_rcv_settle_mode_t>(a.rcv_settle_mode));
     t->link = l;
     pn_link_set_context(l, t.get());
     pn_link_open(l);
@@ -179,8 +198,8 @@ void peer_connection::on_remote_open(twin& t) {
     if (pn_terminus_get_type(queue_end(t.link, t.client_sends)) == PN_UNSPECIFIED) return;
     relay::message m;
     m.what = kind::attached;
-    m.source = relay::capture(pn_link_remote_source(t.link));
-    m.target = relay::capture(pn_link_remote_target(t.link));
+    m.x().source = relay::capture(pn_link_remote_source(t.link));
+    m.x().target = relay::capture(pn_link_remote_target(t.link));
     t.opened = true;
     tell(t, std::move(m));
 }
@@ -188,7 +207,7 @@ void peer_connection::on_remote_open(twin& t) {
 void peer_connection::on_remote_close(twin& t, bool closed) {
     relay::message m;
     m.what = t.opened ? kind::detach : kind::refused;
-    m.cond = relay::capture(pn_link_remote_condition(t.link));
+    m.x().cond = relay::capture(pn_link_remote_condition(t.link));
     m.closed = closed;
     tell(t, std::move(m));
     pn_link_t* l = t.link;
@@ -236,7 +255,7 @@ void peer_connection::on_delivery(twin& t, pn_delivery_t* d) {
     // The owner's outcome for a message the client sent.
     if (!pn_delivery_updated(d) && !pn_delivery_settled(d)) return;
     m.what = kind::disposition;
-    m.st = relay::capture_remote(d);
+    relay::capture_state(m, d);
     m.settled = pn_delivery_settled(d);
     pn_delivery_clear(d);
     if (m.settled) {

@@ -58,6 +58,7 @@ class peer_connection final : public connection_base {
     void on_flow(twin& t);
     void on_delivery(twin& t, pn_delivery_t* d);
     void tell(twin& t, relay::message&& m);
+    void refuse_waiting(std::vector<relay::message>&& waiting, const std::string& why);
     void end_all(const std::string& why);
     twin* find(uint64_t relay);
 
@@ -67,6 +68,7 @@ class peer_connection final : public connection_base {
     pn_session_t* session_ = nullptr;
     std::shared_ptr<relay::mailbox> inbox_;
     std::vector<relay::message> msgs_;
+    relay::batch out_;                       // to clients' connections, posted at the batch's end
     std::unordered_map<uint64_t, std::unique_ptr<twin>> twins_;
     std::atomic<bool> shutdown_requested_{false};
     bool finished_ = false;

@@ -38,19 +38,20 @@ void amqp_connection::relay_attach(link_ctx& lc, const plugins::resolution& r) {
     relay::message m;
     m.what = relay::message::kind::attach;
     m.relay = lc.id;
-    m.name = pn_link_name(l);
-    m.client_sends = !lc.consumer;
-    m.source = relay::capture(pn_link_remote_source(l));
-    m.target = relay::capture(pn_link_remote_target(l));
-    relay::terminus& at = lc.consumer ? m.source : m.target;
+    relay::details& a = m.x();
+    a.name = pn_link_name(l);
+    a.client_sends = !lc.consumer;
+    a.source = relay::capture(pn_link_remote_source(l));
+    a.target = relay::capture(pn_link_remote_target(l));
+    relay::terminus& at = lc.consumer ? a.source : a.target;
     if (!r.address.empty()) {
         at.address = r.address;
         at.has_address = true;
     }
-    m.snd_settle_mode = pn_link_remote_snd_settle_mode(l);
-    m.rcv_settle_mode = pn_link_remote_rcv_settle_mode(l);
-    m.reply = relay_inbox_;
-    if (!peer->post(std::move(m))) {
+    a.snd_settle_mode = pn_link_remote_snd_settle_mode(l);
+    a.rcv_settle_mode = pn_link_remote_rcv_settle_mode(l);
+    a.reply = relay_inbox_;
+    if (!peer->post(std::move(m))) { // at once: its answer says whether the peer is there
         lc.relayed = false;
         refuse_link(lc, error{errc::detach_forced, "the connection to node " + r.node_id + " just closed; attach again"},
                     nullptr);
@@ -65,7 +66,7 @@ void amqp_connection::relay_flow(link_ctx& lc) {
     m.relay = lc.id;
     m.limit = lc.sent + static_cast<uint64_t>(std::max(0, pn_link_credit(lc.link)));
     m.drain = pn_link_get_drain(lc.link);
-    lc.relay->post(std::move(m));
+    relay_out_.add(lc.relay, std::move(m));
 }
 
 // A transfer from a producer on a relayed link: pass it on whole.
@@ -87,7 +88,7 @@ void amqp_connection::relay_incoming(link_ctx& lc, pn_delivery_t* d) {
     ++lc.relay_in;
     if (m.settled) pn_delivery_settle(d);
     else lc.relay_unsettled[m.tag] = d;
-    lc.relay->post(std::move(m));
+    relay_out_.add(lc.relay, std::move(m));
 }
 
 // The client's outcome or settlement of a delivery from the owner.
@@ -97,14 +98,14 @@ void amqp_connection::relay_disposition(link_ctx& lc, pn_delivery_t* d) {
     m.what = relay::message::kind::disposition;
     m.relay = lc.id;
     m.tag = tag_of(d);
-    m.st = relay::capture_remote(d);
+    relay::capture_state(m, d);
     m.settled = pn_delivery_settled(d);
     pn_delivery_clear(d);
     if (m.settled) {
         lc.relay_unsettled.erase(m.tag);
         pn_delivery_settle(d);
     }
-    lc.relay->post(std::move(m));
+    relay_out_.add(lc.relay, std::move(m));
 }
 
 // The client ended the link (or its connection): end the twin too; the
@@ -116,8 +117,8 @@ void amqp_connection::relay_detach(link_ctx& lc, bool closed) {
     m.what = relay::message::kind::detach;
     m.relay = lc.id;
     m.closed = closed;
-    if (lc.link != nullptr) m.cond = relay::capture(pn_link_remote_condition(lc.link));
-    lc.relay->post(std::move(m));
+    if (lc.link != nullptr) m.x().cond = relay::capture(pn_link_remote_condition(lc.link));
+    relay_out_.add(lc.relay, std::move(m));
     lc.relay_unsettled.clear();
 }
 
@@ -163,13 +164,14 @@ void amqp_connection::relay_anonymous(link_ctx& lc, pn_delivery_t* d, const plug
             relay::message attach;
             attach.what = relay::message::kind::attach;
             attach.relay = twin.relay;
-            attach.name = std::string(pn_link_name(lc.link)) + "-to-" + to.node_id;
-            attach.client_sends = true;
-            attach.source = relay::capture(pn_link_remote_source(lc.link));
-            attach.target = relay::capture(pn_link_remote_target(lc.link)); // null: anonymous there too
-            attach.snd_settle_mode = pn_link_remote_snd_settle_mode(lc.link);
-            attach.rcv_settle_mode = pn_link_remote_rcv_settle_mode(lc.link);
-            attach.reply = relay_inbox_;
+            relay::details& a = attach.x();
+            a.name = std::string(pn_link_name(lc.link)) + "-to-" + to.node_id;
+            a.client_sends = true;
+            a.source = relay::capture(pn_link_remote_source(lc.link));
+            a.target = relay::capture(pn_link_remote_target(lc.link)); // null: anonymous there too
+            a.snd_settle_mode = pn_link_remote_snd_settle_mode(lc.link);
+            a.rcv_settle_mode = pn_link_remote_rcv_settle_mode(lc.link);
+            a.reply = relay_inbox_;
             if (twin.peer->post(std::move(attach))) anon_routes_[twin.relay] = {lc.id, to.node_id};
             else twin.peer.reset();
         }
@@ -183,7 +185,8 @@ void amqp_connection::relay_anonymous(link_ctx& lc, pn_delivery_t* d, const plug
     const std::string tag = m.tag;
     m.bytes = std::move(bytes);
     m.settled = presettled || d == nullptr;
-    const bool sent = twin.peer && twin.peer->post(std::move(m));
+    const bool sent = twin.peer != nullptr;
+    if (sent) relay_out_.add(twin.peer, std::move(m));
     if (!sent) {
         anon_routes_.erase(twin.relay);
         lc.anon_twins.erase(to.node_id);
@@ -212,7 +215,7 @@ bool amqp_connection::handle_anonymous(relay::message& m) {
     case kind::refused:
     case kind::detach:
         spdlog::info("{}: anonymous relay to node {} ended: {} {}", settings_.node_id, route->second.second,
-                     m.cond.name, m.cond.description);
+                     m.cond() ? m.cond()->name : "", m.cond() ? m.cond()->description : "");
         fail_unsettled(twin->second.unsettled);
         lc->anon_twins.erase(twin);
         anon_routes_.erase(route);
@@ -231,7 +234,7 @@ void amqp_connection::end_anon_twins(link_ctx& lc) {
         relay::message bye;
         bye.what = relay::message::kind::detach;
         bye.relay = twin.relay;
-        twin.peer->post(std::move(bye));
+        relay_out_.add(twin.peer, std::move(bye));
     }
     lc.anon_twins.clear();
 }
@@ -247,15 +250,17 @@ void amqp_connection::handle(relay::message& m) {
             relay::message bye;
             bye.what = kind::detach;
             bye.relay = m.relay;
-            lc->relay->post(std::move(bye));
+            relay_out_.add(lc->relay, std::move(bye));
         }
         return;
     }
     pn_link_t* l = lc->link;
     switch (m.what) {
     case kind::attached:
-        relay::apply(m.source, pn_link_source(l));
-        relay::apply(m.target, pn_link_target(l));
+        if (m.more) {
+            relay::apply(m.more->source, pn_link_source(l));
+            relay::apply(m.more->target, pn_link_target(l));
+        }
         pn_link_open(l);
         lc->attached = true;
         if (lc->consumer) relay_flow(*lc); // credit the client gave while the owner answered
@@ -264,7 +269,7 @@ void amqp_connection::handle(relay::message& m) {
         lc->closed = true;
         pn_terminus_set_type(lc->consumer ? pn_link_source(l) : pn_link_target(l), PN_UNSPECIFIED);
         pn_link_open(l);
-        relay::apply(m.cond, pn_link_condition(l));
+        if (m.cond()) relay::apply(*m.cond(), pn_link_condition(l));
         pn_link_close(l);
         break;
     }
@@ -286,7 +291,7 @@ void amqp_connection::handle(relay::message& m) {
         pn_link_drained(l);
         break;
     case kind::detach:
-        relay_ended(*lc, m.cond, m.closed);
+        relay_ended(*lc, m.cond() ? *m.cond() : relay::condition{}, m.closed);
         break;
     case kind::attach:
         break; // never sent to a client connection

@@ -109,13 +109,18 @@ void send(pn_link_t* l, const message& m, unsettled_map& unsettled) {
     else unsettled[m.tag] = d;
 }
 
+void capture_state(message& m, pn_delivery_t* d) {
+    m.state = pn_delivery_remote_state(d);
+    if (m.state == PN_REJECTED || m.state == PN_MODIFIED) m.x().st = capture_remote(d);
+}
+
 void settle(const message& m, unsettled_map& unsettled) {
     auto it = unsettled.find(m.tag);
     if (it == unsettled.end()) return;
     pn_delivery_t* d = it->second;
-    if (m.st.type != 0) {
-        apply_local(m.st, d);
-        pn_delivery_update(d, m.st.type);
+    if (m.state != 0) {
+        if (m.more) apply_local(m.more->st, d);
+        pn_delivery_update(d, m.state);
     }
     if (m.settled) {
         pn_delivery_settle(d);

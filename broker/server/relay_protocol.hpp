@@ -62,12 +62,19 @@ struct message;
 
 using unsettled_map = std::unordered_map<std::string, pn_delivery_t*>; // by delivery tag
 
-// Sends a transfer message's bytes on `l` with its tag and settled flag;
-// an unsettled delivery is remembered in `unsettled`.
-void send(pn_link_t* l, const message& m, unsettled_map& unsettled);
-// Applies a disposition message (state, settlement) to the delivery with its tag.
-void settle(const message& m, unsettled_map& unsettled);
+// What few messages carry: attach fields, conditions, rich delivery states.
+struct details {
+    // attach / attached
+    std::string name;
+    bool client_sends = false;
+    terminus source, target;
+    int snd_settle_mode = 0, rcv_settle_mode = 0;
+    std::weak_ptr<mailbox> reply;       // attach: where the owner side answers
+    condition cond;                     // refused / detach
+    state st;                           // disposition: a rejected or modified state
+};
 
+// Kept small: transfers, flows and dispositions are the message path.
 struct message {
     enum class kind {
         attach,       // client → owner: open the twin link
@@ -82,31 +89,36 @@ struct message {
     };
     kind what = kind::detach;
     uint64_t relay = 0;                 // the relayed link, named by the client side
-    // attach / attached
-    std::string name;
-    bool client_sends = false;
-    terminus source, target;
-    int snd_settle_mode = 0, rcv_settle_mode = 0;
-    std::weak_ptr<mailbox> reply;       // attach: where the owner side answers
-    // flow
-    uint64_t limit = 0;
-    bool drain = false;
-    // transfer / disposition
-    std::string tag;
-    std::string bytes;
-    bool settled = false;
-    state st;
-    // refused / detach
-    condition cond;
-    bool closed = true;
+    uint64_t limit = 0;                 // flow
+    uint64_t state = 0;                 // disposition: PN_ACCEPTED, ...; 0 = none
+    bool drain = false;                 // flow
+    bool settled = false;               // transfer / disposition
+    bool closed = true;                 // detach
+    std::string tag;                    // transfer / disposition
+    std::string bytes;                  // transfer
+    std::unique_ptr<details> more;      // see details
+
+    details& x() {
+        if (!more) more = std::make_unique<details>();
+        return *more;
+    }
+    const condition* cond() const { return more ? &more->cond : nullptr; }
 };
+
+// Sends a transfer message's bytes on `l` with its tag and settled flag;
+// an unsettled delivery is remembered in `unsettled`.
+void send(pn_link_t* l, const message& m, unsettled_map& unsettled);
+// Applies a disposition message (state, settlement) to the delivery with its tag.
+void settle(const message& m, unsettled_map& unsettled);
+// The peer's state of `d` into a disposition message.
+void capture_state(message& m, pn_delivery_t* d);
 
 // One connection's inbox for relay messages: any thread posts, the
 // connection takes them on its own thread when woken.
 class mailbox {
   public:
     explicit mailbox(pn_connection_t* c) : conn_(c) {}
-    // False when the connection is gone (the message is dropped).
+    // False when the connection is gone (the messages are dropped).
     bool post(message&& m) {
         std::lock_guard l(mu_);
         if (conn_ == nullptr) return false;
@@ -115,22 +127,58 @@ class mailbox {
         if (wake) pn_connection_wake(conn_);
         return true;
     }
+    bool post_all(std::vector<message>& ms) {
+        std::lock_guard l(mu_);
+        if (conn_ == nullptr) return false;
+        const bool wake = pending_.empty();
+        if (pending_.empty()) pending_.swap(ms);
+        else pending_.insert(pending_.end(), std::make_move_iterator(ms.begin()), std::make_move_iterator(ms.end()));
+        ms.clear();
+        if (wake) pn_connection_wake(conn_);
+        return true;
+    }
     void take(std::vector<message>& out) {
         out.clear();
         std::lock_guard l(mu_);
         out.swap(pending_);
     }
-    // The connection's thread, before the connection is freed.
-    void close() {
+    // The connection's thread, before the connection is freed: what was
+    // still waiting (for the connection to answer attaches it never saw).
+    std::vector<message> close() {
         std::lock_guard l(mu_);
         conn_ = nullptr;
-        pending_.clear();
+        return std::move(pending_);
     }
 
   private:
     std::mutex mu_;
     pn_connection_t* conn_;
     std::vector<message> pending_;
+};
+
+// Messages a connection sends during one event batch, one post per
+// destination at the batch's end (one lock and one wake-up, not one per
+// message). Order per destination is kept.
+class batch {
+  public:
+    void add(const std::shared_ptr<mailbox>& to, message&& m) {
+        if (!to) return;
+        for (auto& [box, ms] : out_) {
+            if (box == to) {
+                ms.push_back(std::move(m));
+                return;
+            }
+        }
+        out_.emplace_back(to, std::vector<message>{});
+        out_.back().second.push_back(std::move(m));
+    }
+    void flush() {
+        for (auto& [box, ms] : out_) box->post_all(ms);
+        out_.clear();
+    }
+
+  private:
+    std::vector<std::pair<std::shared_ptr<mailbox>, std::vector<message>>> out_;
 };
 
 } // namespace wharf::server::relay
