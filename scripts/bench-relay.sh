@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Relayed (client at n1, queue owned by n2) vs direct (client at n2), in one
-# run, alternating: wharf-bench pair (200k x 100 B, at-least-once) and latency.
-# B=DIR picks the binaries (default build-release/bin).
+# run, alternating: wharf-bench send, receive and pair (200k x 100 B,
+# at-least-once) and latency (one message in flight).
+# B=DIR picks the binaries (default build-release/bin); FRONT_ARGS adds flags
+# to the relaying node (e.g. FRONT_ARGS="--threads 1").
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 B=${B:-$root/build-release/bin}  # build it first: scripts/run.sh builds build-release
@@ -16,16 +18,23 @@ rules = ["* -> node:n2"]
 T
 $B/wharfd --node-id n2 --listen 127.0.0.1:$p2 --data-dir $D/d2 --config $D/c.toml --log-level warn > /dev/null 2>&1 &
 P2=$!
-$B/wharfd --node-id n1 --listen 127.0.0.1:$p1 --data-dir $D/d1 --config $D/c.toml --log-level warn > /dev/null 2>&1 &
+$B/wharfd --node-id n1 --listen 127.0.0.1:$p1 --data-dir $D/d1 --config $D/c.toml ${FRONT_ARGS:-} --log-level warn > /dev/null 2>&1 &
 P1=$!
 trap 'kill $P1 $P2; wait' EXIT
 for i in $(seq 50); do (echo > /dev/tcp/127.0.0.1/$p1) 2>/dev/null && (echo > /dev/tcp/127.0.0.1/$p2) 2>/dev/null && break; sleep 0.1; done
 sleep 0.5
+# One line per round and place: send rate, receive rate (separate phases, as
+# Dispatch Router's link-routing figures were taken), pair rate, latency.
+rate() { python3 -c 'import json,sys;d=json.load(sys.stdin);print(int(d["'$1'"]))'; }
 for round in 1 2 3; do
   for where in direct relayed; do
     port=$p2; [ $where = relayed ] && port=$p1
-    r=$($B/wharf-bench pair --url 127.0.0.1:$port --address bench-$where-$round --count 200000 --json --quiet)
-    l=$($B/wharf-bench latency --url 127.0.0.1:$port --address lat-$where-$round --count 5000 --json --quiet)
-    echo "$round $where $(echo "$r" | python3 -c 'import json,sys;d=json.load(sys.stdin);print("pair_recv_per_s=%d" % d["received_per_s"])') $(echo "$l" | python3 -c 'import json,sys;d=json.load(sys.stdin);L=d["latency"];print("lat_p50_us=%s lat_p99_us=%s" % (L["p50_us"], L["p99_us"]))')"
+    q=bench-$where-$round
+    s=$($B/wharf-bench send --url 127.0.0.1:$port --address $q --count 200000 --json --quiet | rate sent_per_s)
+    r=$($B/wharf-bench receive --url 127.0.0.1:$port --address $q --count 200000 --json --quiet | rate received_per_s)
+    p=$($B/wharf-bench pair --url 127.0.0.1:$port --address pair-$q --count 200000 --json --quiet | rate received_per_s)
+    l=$($B/wharf-bench latency --url 127.0.0.1:$port --address lat-$q --count 5000 --json --quiet |
+        python3 -c 'import json,sys;L=json.load(sys.stdin)["latency"];print("p50_us=%s p99_us=%s" % (L["p50_us"], L["p99_us"]))')
+    echo "$round $where send_per_s=$s receive_per_s=$r pair_per_s=$p latency $l"
   done
 done
