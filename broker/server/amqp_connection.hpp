@@ -98,6 +98,7 @@ class amqp_connection final : public connection_base {
         std::shared_ptr<relay::mailbox> relay;         // the peer connection's inbox
         relay::unsettled_map relay_unsettled;
         uint64_t relay_in = 0;        // transfers from the client (client sends)
+        uint64_t relay_ids = 0;       // numbers the client's transfers (see relay::message::id)
         // anonymous relay: a twin (null target) at each node that owns a `to`
         struct anon_twin {
             uint64_t relay = 0;

@@ -155,7 +155,7 @@ void peer_connection::handle(relay::message& m) {
         break;
     }
     case kind::transfer:
-        relay::send(l, m, t->unsettled);
+        relay::send(l, m);
         ++t->transfers;
         break;
     case kind::disposition:
@@ -237,31 +237,30 @@ void peer_connection::on_flow(twin& t) {
 void peer_connection::on_delivery(twin& t, pn_delivery_t* d) {
     pn_link_t* l = t.link;
     relay::message m;
-    m.tag = tag_of(d);
     if (!t.client_sends) {
         // A message from the owner for the client.
         if (!pn_delivery_readable(d) || pn_delivery_partial(d)) return;
         m.what = kind::transfer;
+        m.tag = tag_of(d);
+        m.id = ++t.next_id;
         m.bytes.resize(pn_delivery_pending(d));
         pn_link_recv(l, m.bytes.data(), m.bytes.size());
         pn_link_advance(l);
         m.settled = pn_delivery_settled(d);
         ++t.transfers;
         if (m.settled) pn_delivery_settle(d);
-        else t.unsettled[m.tag] = d;
+        else t.unsettled[m.id] = d;
         tell(t, std::move(m));
         return;
     }
     // The owner's outcome for a message the client sent.
     if (!pn_delivery_updated(d) && !pn_delivery_settled(d)) return;
     m.what = kind::disposition;
+    m.id = relay::id_of(d);
     relay::capture_state(m, d);
     m.settled = pn_delivery_settled(d);
     pn_delivery_clear(d);
-    if (m.settled) {
-        t.unsettled.erase(m.tag);
-        pn_delivery_settle(d);
-    }
+    if (m.settled) pn_delivery_settle(d);
     tell(t, std::move(m));
 }
 

@@ -85,9 +85,10 @@ void amqp_connection::relay_incoming(link_ctx& lc, pn_delivery_t* d) {
     pn_link_recv(l, m.bytes.data(), m.bytes.size());
     pn_link_advance(l);
     m.settled = pn_delivery_settled(d);
+    m.id = ++lc.relay_ids;
     ++lc.relay_in;
     if (m.settled) pn_delivery_settle(d);
-    else lc.relay_unsettled[m.tag] = d;
+    else lc.relay_unsettled[m.id] = d;
     relay_out_.add(lc.relay, std::move(m));
 }
 
@@ -97,14 +98,11 @@ void amqp_connection::relay_disposition(link_ctx& lc, pn_delivery_t* d) {
     relay::message m;
     m.what = relay::message::kind::disposition;
     m.relay = lc.id;
-    m.tag = tag_of(d);
+    m.id = relay::id_of(d);
     relay::capture_state(m, d);
     m.settled = pn_delivery_settled(d);
     pn_delivery_clear(d);
-    if (m.settled) {
-        lc.relay_unsettled.erase(m.tag);
-        pn_delivery_settle(d);
-    }
+    if (m.settled) pn_delivery_settle(d);
     relay_out_.add(lc.relay, std::move(m));
 }
 
@@ -128,8 +126,7 @@ void amqp_connection::relay_detach(link_ctx& lc, bool closed) {
 void amqp_connection::relay_ended(link_ctx& lc, const relay::condition& cond, bool closed) {
     if (lc.closed || lc.link == nullptr) return;
     lc.closed = true;
-    for (auto& [tag, d] : lc.relay_unsettled) {
-        if (lc.consumer) continue; // a consumer's unsettled deliveries just end with the link
+    for (auto& [id, d] : lc.relay_unsettled) { // (a producer's: consumers keep no map)
         pn_disposition_set_failed(pn_delivery_local(d), true);
         pn_delivery_update(d, PN_MODIFIED);
         pn_delivery_settle(d);
@@ -145,7 +142,7 @@ void amqp_connection::relay_ended(link_ctx& lc, const relay::condition& cond, bo
 namespace {
 // Settles what a twin never answered so that the producer sends it again.
 void fail_unsettled(relay::unsettled_map& unsettled) {
-    for (auto& [tag, d] : unsettled) {
+    for (auto& [id, d] : unsettled) {
         pn_disposition_set_failed(pn_delivery_local(d), true);
         pn_delivery_update(d, PN_MODIFIED);
         pn_delivery_settle(d);
@@ -181,8 +178,9 @@ void amqp_connection::relay_anonymous(link_ctx& lc, pn_delivery_t* d, const plug
     relay::message m;
     m.what = relay::message::kind::transfer;
     m.relay = twin.relay;
-    m.tag = d != nullptr ? tag_of(d) : "s" + std::to_string(++lc.relay_in);
-    const std::string tag = m.tag;
+    m.id = ++lc.relay_ids;
+    m.tag = d != nullptr ? tag_of(d) : "s" + std::to_string(m.id);
+    const uint64_t id = m.id;
     m.bytes = std::move(bytes);
     m.settled = presettled || d == nullptr;
     const bool sent = twin.peer != nullptr;
@@ -194,7 +192,7 @@ void amqp_connection::relay_anonymous(link_ctx& lc, pn_delivery_t* d, const plug
             reject_now(d, errc::detach_forced, "cannot reach node " + to.node_id + ", which owns the queue; send again");
         return;
     }
-    if (d != nullptr) twin.unsettled[tag] = d;
+    if (d != nullptr) twin.unsettled[id] = d;
 }
 
 // A message for an anonymous twin; false if `m` is not for one.
@@ -281,7 +279,7 @@ void amqp_connection::handle(relay::message& m) {
         break;
     }
     case kind::transfer:
-        relay::send(l, m, lc->relay_unsettled);
+        relay::send(l, m);
         ++lc->sent;
         break;
     case kind::disposition:

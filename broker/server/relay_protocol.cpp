@@ -101,13 +101,15 @@ void apply_local(const state& s, pn_delivery_t* d) {
     }
 }
 
-void send(pn_link_t* l, const message& m, unsettled_map& unsettled) {
+void send(pn_link_t* l, const message& m) {
     pn_delivery_t* d = pn_delivery(l, pn_dtag(m.tag.data(), m.tag.size()));
     pn_link_send(l, m.bytes.data(), m.bytes.size());
     pn_link_advance(l);
     if (m.settled) pn_delivery_settle(d);
-    else unsettled[m.tag] = d;
+    else pn_delivery_set_context(d, reinterpret_cast<void*>(static_cast<uintptr_t>(m.id)));
 }
+
+uint64_t id_of(pn_delivery_t* d) { return reinterpret_cast<uintptr_t>(pn_delivery_get_context(d)); }
 
 void capture_state(message& m, pn_delivery_t* d) {
     m.state = pn_delivery_remote_state(d);
@@ -115,7 +117,7 @@ void capture_state(message& m, pn_delivery_t* d) {
 }
 
 void settle(const message& m, unsettled_map& unsettled) {
-    auto it = unsettled.find(m.tag);
+    auto it = unsettled.find(m.id);
     if (it == unsettled.end()) return;
     pn_delivery_t* d = it->second;
     if (m.state != 0) {

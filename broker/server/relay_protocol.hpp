@@ -60,7 +60,9 @@ void apply_local(const state& s, pn_delivery_t* d);
 class mailbox;
 struct message;
 
-using unsettled_map = std::unordered_map<std::string, pn_delivery_t*>; // by delivery tag
+// Deliveries waiting for the far end's outcome, by the id their transfer
+// message carried (numbered by the side that received them).
+using unsettled_map = std::unordered_map<uint64_t, pn_delivery_t*>;
 
 // What few messages carry: attach fields, conditions, rich delivery states.
 struct details {
@@ -91,10 +93,12 @@ struct message {
     uint64_t relay = 0;                 // the relayed link, named by the client side
     uint64_t limit = 0;                 // flow
     uint64_t state = 0;                 // disposition: PN_ACCEPTED, ...; 0 = none
+    uint64_t id = 0;                    // transfer: its number at the side that received it;
+                                        // disposition: the number of the transfer it answers
     bool drain = false;                 // flow
     bool settled = false;               // transfer / disposition
     bool closed = true;                 // detach
-    std::string tag;                    // transfer / disposition
+    std::string tag;                    // transfer
     std::string bytes;                  // transfer
     std::unique_ptr<details> more;      // see details
 
@@ -105,10 +109,12 @@ struct message {
     const condition* cond() const { return more ? &more->cond : nullptr; }
 };
 
-// Sends a transfer message's bytes on `l` with its tag and settled flag;
-// an unsettled delivery is remembered in `unsettled`.
-void send(pn_link_t* l, const message& m, unsettled_map& unsettled);
-// Applies a disposition message (state, settlement) to the delivery with its tag.
+// Sends a transfer message's bytes on `l` with its tag and settled flag; an
+// unsettled delivery keeps the message's id as its context (its outcome is
+// reported under that id: see id_of).
+void send(pn_link_t* l, const message& m);
+uint64_t id_of(pn_delivery_t* d);
+// Applies a disposition message (state, settlement) to the delivery it answers.
 void settle(const message& m, unsettled_map& unsettled);
 // The peer's state of `d` into a disposition message.
 void capture_state(message& m, pn_delivery_t* d);
