@@ -230,3 +230,32 @@ def test_a_client_that_goes_away_returns_its_unsettled_messages_to_the_owner(clu
         assert all(m.delivery_count == 1 for m in again)  # delivered once before
     finally:
         direct.close()
+
+
+def test_a_relayed_link_to_a_moved_queue_is_redirected_to_the_new_owner():
+    c = Cluster(n=3, wlm={"lease-ttl": 1, "poll-interval": 0.05, "rules": '["* -> node:n2"]'})
+    try:
+        n1, n2, n3 = c.nodes
+        conn = connect(n1)
+        try:
+            conn.create_sender("wandering").send(Message(body="with me", durable=True))
+            rcv = conn.create_receiver("wandering", credit=0)  # relayed to n2, takes nothing
+            moved = c.wlm_command("move", "wandering", "n3", "--wait", "30")
+            assert moved.returncode == 0, moved.stderr
+            with pytest.raises(LinkDetached) as err:
+                rcv.receive(timeout=15)
+            cond = err.value.link.remote_condition
+        finally:
+            conn.close()
+        assert cond.name == "amqp:link:redirect"
+        assert int(cond.info["port"]) == n3.port and cond.info["address"] == "wandering"
+        # Through n1 again, the relay now reaches n3, and the message moved with the queue.
+        again = connect(n1)
+        try:
+            r = again.create_receiver("wandering", credit=1)
+            assert r.receive(timeout=10).body == "with me"
+            r.accept()
+        finally:
+            again.close()
+    finally:
+        c.stop()
