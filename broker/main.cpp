@@ -2,6 +2,8 @@
 
 #include "broker/config/node_config.hpp"
 #include "broker/engine/queue_engine.hpp"
+#include "broker/management/broker_entities.hpp"
+#include "broker/management/management_service.hpp"
 #include "broker/plugin_host.hpp"
 #include "broker/server/server.hpp"
 #include "broker/store/journal_store.hpp"
@@ -52,6 +54,28 @@ class signal_thread {
     wharf::server::server& srv_;
     sigset_t set_;
     std::thread thread_;
+};
+
+// Where the engine's answers to the management node's reply producer go:
+// nowhere (replies are pre-settled; a reply to a missing queue is dropped).
+class drop_outbox final : public wharf::engine::outbox {
+  public:
+    void deliver(std::vector<wharf::engine::event>&&) override {}
+};
+
+struct reply_sink {
+    const wharf::engine::link_id link = wharf::engine::internal_link_base; // taps count from base + 1
+    // In a cluster a reply goes only into a queue of this node (never makes
+    // a queue another node owns).
+    static bool is_local(const std::vector<wharf::plugins::address_resolver*>& resolvers, const std::string& to) {
+        for (auto* r : resolvers) {
+            auto res = r->lookup(to);
+            if (!res) return false;
+            if (res->what == wharf::plugins::resolution::kind::pass) continue;
+            return res->what == wharf::plugins::resolution::kind::local;
+        }
+        return true;
+    }
 };
 
 } // namespace
@@ -117,6 +141,30 @@ int main(int argc, char** argv) {
         return 1;
     }
     srv.set_resolvers(plugins.resolvers());
+
+    // The $management node: replies go into local queues (a client's
+    // temporary reply queue, typically) through an internal producer.
+    reply_sink replies;
+    auto reply_outbox = std::make_shared<drop_outbox>();
+    engine.post(wharf::engine::cmd_attach_producer{replies.link, "", reply_outbox});
+    wharf::management::management_service management(
+        [&engine, &replies, &plugins, &node_id](const std::string& reply_to, std::string bytes) {
+            if (!replies.is_local(plugins.resolvers(), reply_to)) {
+                spdlog::info("{}: management: reply-to '{}' is not a queue of this node; reply dropped", node_id,
+                             reply_to);
+                return;
+            }
+            wharf::engine::incoming_message m;
+            m.body = wharf::engine::message_ref::copy_of(bytes);
+            m.to = reply_to;
+            m.settled = true;
+            engine.post(wharf::engine::cmd_publish{replies.link, {std::move(m)}});
+        });
+    wharf::management::queue_entities queue_types(engine);
+    management.add_type(queue_types);
+    for (auto* t : plugins.entity_types()) management.add_type(*t);
+    management.start();
+    srv.set_management(&management);
     spdlog::info("{}: starting with {} threads, {} declared queues", cfg->node_id, cfg->threads,
                  cfg->queues.size());
     int rc = 0;
@@ -124,6 +172,7 @@ int main(int argc, char** argv) {
         signal_thread signals(srv);
         rc = srv.run();
     }
+    management.stop();
     plugins.stop();
     spdlog::info("{}: stopped", cfg->node_id);
     return rc; // engine first, then the store (its last sync): reverse order of construction

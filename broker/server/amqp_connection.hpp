@@ -37,10 +37,16 @@
 namespace wharf::server {
 
 class relay_hub;
+} // namespace wharf::server
+namespace wharf::management {
+class management_service;
+} // namespace wharf::management
+namespace wharf::server {
 
 // What a connection needs from its node and listener.
 struct connection_settings {
     relay_hub* relays = nullptr;     // connections to other nodes, for relayed links
+    management::management_service* management = nullptr; // the $management node
     std::string node_id;
     // Plugins' resolvers, in order (empty: every address is local).
     std::vector<plugins::address_resolver*> resolvers;
@@ -93,6 +99,7 @@ class amqp_connection final : public connection_base {
         std::optional<engine::command> pending_attach; // waiting for the resolvers
         std::string address;          // as attached (for resolvers and redirects)
         std::string forwarded_from;   // another node handing messages over (its id)
+        bool management = false;      // a producer to $management: requests, not messages
         // relayed: the queue is at another node; its twin link there does the work
         bool relayed = false;
         std::shared_ptr<relay::mailbox> relay;         // the peer connection's inbox
@@ -131,6 +138,7 @@ class amqp_connection final : public connection_base {
     void end_anon_twins(link_ctx& lc);
     void on_link_final(pn_link_t* l);
     void on_incoming(link_ctx& lc, pn_delivery_t* d);
+    void on_management_request(link_ctx& lc, pn_delivery_t* d);
     void on_disposition(link_ctx& lc, pn_delivery_t* d);
     void on_transport_closed();
 

@@ -2,6 +2,7 @@
 // dispositions, and the engine's answers to them.
 
 #include "broker/amqp/message_codec.hpp"
+#include "broker/management/management_service.hpp"
 #include "broker/server/amqp_connection.hpp"
 #include "broker/server/pn_util.hpp"
 
@@ -74,6 +75,16 @@ void amqp_connection::on_link_open(pn_link_t* l) {
             return;
         }
         lc->address = c.address;
+        if (c.address == "$management" && settings_.management != nullptr) {
+            // Requests to the management node: no queue behind this link.
+            lc->management = true;
+            lc->attached = true;
+            pn_link_open(l);
+            link_ctx& ref = *lc;
+            links_.emplace(ref.id, std::move(lc));
+            top_up_credit(ref);
+            return;
+        }
         if (!c.address.empty() && !settings_.resolvers.empty()) {
             lc->pending_attach = std::move(c);
             link_ctx& ref = *lc;
@@ -238,7 +249,26 @@ void amqp_connection::reject_now(pn_delivery_t* d, errc code, const std::string&
     pn_delivery_settle(d);
 }
 
+void amqp_connection::on_management_request(link_ctx& lc, pn_delivery_t* d) {
+    pn_link_t* l = lc.link;
+    if (l == nullptr || !pn_delivery_readable(d) || pn_delivery_partial(d)) return; // Proton gathers the frames
+    std::string bytes(pn_delivery_pending(d), '\0');
+    pn_link_recv(l, bytes.data(), bytes.size());
+    pn_link_advance(l);
+    auto req = management::decode_request(bytes);
+    if (!req) {
+        if (pn_delivery_settled(d)) pn_delivery_settle(d);
+        else reject_now(d, req.error().code, req.error().description);
+    } else {
+        pn_delivery_update(d, PN_ACCEPTED);
+        pn_delivery_settle(d);
+        settings_.management->submit(std::move(req.value()));
+    }
+    top_up_credit(lc);
+}
+
 void amqp_connection::on_incoming(link_ctx& lc, pn_delivery_t* d) {
+    if (lc.management) return on_management_request(lc, d);
     pn_link_t* l = lc.link;
     if (l == nullptr || !pn_delivery_readable(d)) return;
     if (pn_delivery_aborted(d)) {

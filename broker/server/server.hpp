@@ -46,6 +46,8 @@ class server {
     const std::atomic<size_t>& connections() const { return connection_count_; }
     // Before run(): the plugins' resolvers, asked in order on every attach.
     void set_resolvers(std::vector<plugins::address_resolver*> r) { settings_.resolvers = std::move(r); }
+    // Before run(): the $management node (none: attaches to it are ordinary).
+    void set_management(management::management_service* m) { settings_.management = m; }
 
   private:
     struct listener_ctx {

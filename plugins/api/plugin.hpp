@@ -139,7 +139,7 @@ using timer_id = uint64_t;
 using attribute_value = std::variant<std::monostate, bool, int64_t, std::string>;
 using entity = std::map<std::string, attribute_value>;
 
-// A kind of entity a plugin manages, e.g. "org.wharf.wlm.owner": the broker
+// A kind of entity a plugin manages, e.g. "wharf.owner": the broker
 // answers QUERY and READ from query(), and hands every other operation the
 // type declares to invoke(). Methods may block (management runs on a
 // thread of its own) and are called one at a time per type.

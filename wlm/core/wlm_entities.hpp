@@ -1,8 +1,8 @@
 #pragma once
 // The WLM's management entity types, served by AMQP management (issue #6):
-//   org.wharf.wlm.node   the cluster's live members (and nodes asked to
+//   wharf.node   the cluster's live members (and nodes asked to
 //                        drain): address, state, load; DRAIN, UNDRAIN
-//   org.wharf.wlm.owner  every queue's owner: node, epoch, state, next
+//   wharf.owner  every queue's owner: node, epoch, state, next
 //                        owner while moving, the reason; MOVE (arg "node")
 // Both read and write the metadata store through cluster_admin, so they say
 // exactly what wharf-wlm says.
@@ -27,7 +27,7 @@ struct shared_store {
 class node_entities final : public plugins::entity_type {
   public:
     explicit node_entities(std::shared_ptr<shared_store> s) : s_(std::move(s)) {}
-    std::string_view type_name() const override { return "org.wharf.wlm.node"; }
+    std::string_view type_name() const override { return "wharf.node"; }
     std::vector<std::string> attribute_names() const override;
     std::vector<std::string> operation_names() const override { return {"DRAIN", "UNDRAIN"}; }
     result<std::vector<plugins::entity>, error> query() override;
@@ -41,7 +41,7 @@ class node_entities final : public plugins::entity_type {
 class owner_entities final : public plugins::entity_type {
   public:
     explicit owner_entities(std::shared_ptr<shared_store> s) : s_(std::move(s)) {}
-    std::string_view type_name() const override { return "org.wharf.wlm.owner"; }
+    std::string_view type_name() const override { return "wharf.owner"; }
     std::vector<std::string> attribute_names() const override;
     std::vector<std::string> operation_names() const override { return {"MOVE"}; }
     result<std::vector<plugins::entity>, error> query() override;

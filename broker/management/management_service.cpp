@@ -1,0 +1,192 @@
+#include "broker/management/management_service.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+namespace wharf::management {
+
+namespace {
+std::string join(const std::vector<std::string>& xs) {
+    std::string out;
+    for (const auto& x : xs) out += (out.empty() ? "" : ", ") + x;
+    return out;
+}
+
+const std::vector<std::string> node_operations = {"GET-TYPES", "GET-ATTRIBUTES", "GET-OPERATIONS",
+                                                  "GET-MGMT-NODES", "QUERY"};
+
+std::string name_of(const plugins::entity& e) {
+    auto it = e.find("name");
+    if (it == e.end()) return {};
+    auto* s = std::get_if<std::string>(&it->second);
+    return s ? *s : std::string();
+}
+} // namespace
+
+management_service::management_service(publish_fn publish) : publish_(std::move(publish)) {}
+
+management_service::~management_service() { stop(); }
+
+void management_service::start() {
+    worker_ = std::thread([this] { run(); });
+}
+
+void management_service::stop() {
+    {
+        std::lock_guard l(mu_);
+        stop_ = true;
+    }
+    cv_.notify_all();
+    if (worker_.joinable()) worker_.join();
+}
+
+void management_service::submit(request&& r) {
+    {
+        std::lock_guard l(mu_);
+        if (stop_) return;
+        queue_.push_back(std::move(r));
+    }
+    cv_.notify_one();
+}
+
+void management_service::run() {
+    std::unique_lock l(mu_);
+    for (;;) {
+        cv_.wait(l, [this] { return stop_ || !queue_.empty(); });
+        if (stop_) return;
+        request r = std::move(queue_.front());
+        queue_.pop_front();
+        l.unlock();
+        reply rep = handle(r);
+        if (rep.status >= 400)
+            spdlog::info("management: {} {} '{}': {} {}", r.operation, r.type, r.name, rep.status, rep.description);
+        publish_(r.reply_to, encode_reply(r, rep));
+        l.lock();
+    }
+}
+
+plugins::entity_type* management_service::find_type(const std::string& name) const {
+    for (auto* t : types_) {
+        const std::string_view full = t->type_name();
+        if (full == name) return t;
+        // Short names: "queue" for "wharf.queue".
+        const size_t dot = full.rfind('.');
+        if (dot != std::string_view::npos && full.substr(dot + 1) == name) return t;
+    }
+    return nullptr;
+}
+
+reply management_service::handle(const request& r) {
+    if (r.problem) return error_reply(*r.problem);
+    if (r.operation.empty())
+        return status_reply(400, "the request has no application property 'operation' (a string)");
+    if (r.args.count("$body-not-a-map"))
+        return status_reply(400, "the request's body is not a map (send a map of arguments, or no body)");
+    if (r.offset < 0) return status_reply(400, "'offset' must not be negative");
+    if (r.count && *r.count < 0) return status_reply(400, "'count' must not be negative");
+    if (r.type.empty() || r.type == node_type) return node_operation(r);
+    plugins::entity_type* t = find_type(r.type);
+    if (t == nullptr) return status_reply(404, "unknown entity type '" + r.type + "'");
+    if (r.operation == "QUERY") return query(*t, r);
+    if (r.operation == "READ") return read(*t, r);
+    const auto ops = t->operation_names();
+    if (std::find(ops.begin(), ops.end(), r.operation) == ops.end())
+        return status_reply(501, "operation '" + r.operation + "' is not supported on " + std::string(t->type_name()) +
+                                     " (supported: READ, QUERY" + (ops.empty() ? "" : ", " + join(ops)) + ")");
+    if (r.name.empty())
+        return status_reply(400, r.operation + " needs the application property 'name' (or 'identity')");
+    auto out = t->invoke(r.operation, r.name, r.args);
+    if (!out) return error_reply(out.error());
+    reply rep = status_reply(r.operation == "CREATE" ? 201 : r.operation == "DELETE" ? 204 : 200,
+                             r.operation == "CREATE" ? "Created" : r.operation == "DELETE" ? "No Content" : "OK");
+    if (r.operation != "DELETE") rep.map = std::move(*out);
+    return rep;
+}
+
+reply management_service::node_operation(const request& r) {
+    const std::string& op = r.operation;
+    if (op == "QUERY") {
+        const std::string& wanted = !r.entity_type.empty() ? r.entity_type : r.type;
+        if (wanted.empty() || wanted == node_type)
+            return status_reply(400, "QUERY needs the application property 'entityType' (a type; see GET-TYPES)");
+        plugins::entity_type* t = find_type(wanted);
+        if (t == nullptr) return status_reply(404, "unknown entity type '" + wanted + "'");
+        return query(*t, r);
+    }
+    // Optionally narrowed to one type with entityType.
+    std::vector<plugins::entity_type*> which;
+    if (!r.entity_type.empty()) {
+        plugins::entity_type* t = find_type(r.entity_type);
+        if (t == nullptr) return status_reply(404, "unknown entity type '" + r.entity_type + "'");
+        which.push_back(t);
+    } else {
+        which = types_;
+    }
+    reply rep;
+    if (op == "GET-TYPES" || op == "GET-ATTRIBUTES" || op == "GET-OPERATIONS") {
+        std::map<std::string, std::vector<std::string>> out;
+        for (auto* t : which) {
+            std::vector<std::string> xs;
+            if (op == "GET-ATTRIBUTES") xs = t->attribute_names();
+            if (op == "GET-OPERATIONS") {
+                xs = {"READ", "QUERY"};
+                for (auto& o : t->operation_names()) xs.push_back(o);
+            }
+            out[std::string(t->type_name())] = std::move(xs);
+        }
+        if (r.entity_type.empty())
+            out[std::string(node_type)] = op == "GET-OPERATIONS" ? node_operations : std::vector<std::string>{};
+        rep.map_of_lists = std::move(out);
+        return rep;
+    }
+    if (op == "GET-MGMT-NODES") {
+        rep.list = std::vector<std::string>{}; // every node answers for the cluster: no others to list
+        return rep;
+    }
+    return status_reply(501, "operation '" + op + "' is not a node operation (supported: " + join(node_operations) +
+                                 "; entity operations need 'type')");
+}
+
+reply management_service::query(plugins::entity_type& t, const request& r) {
+    auto all = t.query();
+    if (!all) return error_reply(all.error());
+    std::vector<plugins::entity> rows = std::move(*all);
+    std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return name_of(a) < name_of(b); });
+    const auto known = t.attribute_names();
+    std::vector<std::string> names = r.attribute_names.empty() ? known : r.attribute_names;
+    for (const auto& n : names)
+        if (std::find(known.begin(), known.end(), n) == known.end())
+            return status_reply(400, "'" + n + "' is not an attribute of " + std::string(t.type_name()) +
+                                         " (attributes: " + join(known) + ")");
+    reply rep;
+    rep.names = names;
+    rep.rows.emplace();
+    const size_t from = std::min(rows.size(), static_cast<size_t>(r.offset));
+    const size_t to = r.count ? std::min(rows.size(), from + static_cast<size_t>(*r.count)) : rows.size();
+    for (size_t i = from; i < to; ++i) {
+        std::vector<plugins::attribute_value> row;
+        for (const auto& n : names) {
+            auto it = rows[i].find(n);
+            row.push_back(it == rows[i].end() ? plugins::attribute_value{} : it->second);
+        }
+        rep.rows->push_back(std::move(row));
+    }
+    rep.count = static_cast<int64_t>(rep.rows->size());
+    return rep;
+}
+
+reply management_service::read(plugins::entity_type& t, const request& r) {
+    if (r.name.empty()) return status_reply(400, "READ needs the application property 'name' (or 'identity')");
+    auto all = t.query();
+    if (!all) return error_reply(all.error());
+    for (auto& e : *all) {
+        if (name_of(e) != r.name) continue;
+        reply rep;
+        rep.map = std::move(e);
+        return rep;
+    }
+    return status_reply(404, "no " + std::string(t.type_name()) + " named '" + r.name + "'");
+}
+
+} // namespace wharf::management

@@ -1,0 +1,63 @@
+#pragma once
+// management_service: the node's `$management` node (OASIS AMQP Management,
+// working draft 11). Requests come from any client connection; a worker
+// thread answers them one at a time (management may wait for the queue
+// engine or the metadata store; the message path never waits for it), and
+// the answer goes to the request's reply-to through `publish`.
+//
+// Node-level operations (type org.amqp.management, name self): GET-TYPES,
+// GET-ATTRIBUTES, GET-OPERATIONS, GET-MGMT-NODES, QUERY. Entity types come
+// from the broker and from plugins (plugins::entity_type); "wharf.queue" is
+// also found as "queue". READ and QUERY are answered from a type's query();
+// every other operation the type declares goes to its invoke().
+//
+// Threads: add_type before start(); submit() from any thread.
+
+#include "broker/management/request.hpp"
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace wharf::management {
+
+class management_service {
+  public:
+    using publish_fn = std::function<void(const std::string& reply_to, std::string bytes)>;
+
+    explicit management_service(publish_fn publish);
+    ~management_service();
+    management_service(const management_service&) = delete;
+    management_service& operator=(const management_service&) = delete;
+
+    void add_type(plugins::entity_type& t) { types_.push_back(&t); }
+    void start();
+    void stop();
+    void submit(request&& r);
+
+    // The answer to one request (the worker calls it; tests may too).
+    reply handle(const request& r);
+
+    static constexpr std::string_view node_type = "org.amqp.management";
+
+  private:
+    plugins::entity_type* find_type(const std::string& name) const;
+    reply node_operation(const request& r);
+    reply query(plugins::entity_type& t, const request& r);
+    reply read(plugins::entity_type& t, const request& r);
+    void run();
+
+    publish_fn publish_;
+    std::vector<plugins::entity_type*> types_;
+    std::mutex mu_;
+    std::condition_variable cv_;
+    std::deque<request> queue_;
+    bool stop_ = false;
+    std::thread worker_;
+};
+
+} // namespace wharf::management

