@@ -6,6 +6,7 @@
 #include "broker/management/management_service.hpp"
 #include "broker/plugin_host.hpp"
 #include "broker/server/server.hpp"
+#include "broker/server/server_entities.hpp"
 #include "broker/store/journal_store.hpp"
 
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -161,7 +162,11 @@ int main(int argc, char** argv) {
             engine.post(wharf::engine::cmd_publish{replies.link, {std::move(m)}});
         });
     wharf::management::queue_entities queue_types(engine);
+    wharf::server::connection_entities connection_types(srv);
+    wharf::server::link_entities link_types(srv);
     management.add_type(queue_types);
+    management.add_type(connection_types);
+    management.add_type(link_types);
     for (auto* t : plugins.entity_types()) management.add_type(*t);
     management.start();
     srv.set_management(&management);

@@ -2,8 +2,11 @@
 
 #include "broker/server/pn_util.hpp"
 
+#include <proton/netaddr.h>
 #include <proton/session.h>
 #include <proton/transport.h>
+
+#include <chrono>
 #include <spdlog/spdlog.h>
 
 namespace wharf::server {
@@ -11,8 +14,47 @@ namespace wharf::server {
 amqp_connection::amqp_connection(pn_connection_t* c, const connection_settings& s,
                                  engine::queue_engine& engine, std::atomic<uint64_t>& link_ids)
     : conn_(c), settings_(s), engine_(engine), link_ids_(link_ids),
-      outbox_(std::make_shared<connection_outbox>(c)), relay_inbox_(std::make_shared<relay::mailbox>(c)) {
+      outbox_(std::make_shared<connection_outbox>(c)), relay_inbox_(std::make_shared<relay::mailbox>(c)),
+      serial_(link_ids.fetch_add(1, std::memory_order_relaxed) + 1) {
     bind_to(c);
+    info_.id = serial_;
+    info_.opened_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+}
+
+void amqp_connection::request_close(std::string description) {
+    {
+        std::lock_guard l(info_mu_);
+        close_reason_ = std::move(description);
+    }
+    request_shutdown();
+}
+
+connection_info amqp_connection::info() const {
+    std::lock_guard l(info_mu_);
+    return info_;
+}
+
+// Connection thread: management's copy of who is connected and their links.
+void amqp_connection::refresh_info() {
+    info_stale_ = false;
+    connection_info fresh;
+    const char* container = pn_connection_remote_container(conn_);
+    if (container != nullptr) fresh.container = container;
+    if (pn_transport_t* t = pn_connection_transport(conn_)) {
+        char buf[128];
+        if (const pn_netaddr_t* a = pn_transport_remote_addr(t); a && pn_netaddr_str(a, buf, sizeof buf) >= 0)
+            fresh.remote = buf;
+    }
+    for (const auto& [id, lc] : links_) {
+        if (lc->closed || lc->link == nullptr) continue;
+        fresh.links.push_back({pn_link_name(lc->link), lc->address, !lc->consumer, lc->relayed});
+    }
+    std::lock_guard l(info_mu_);
+    fresh.id = info_.id;
+    fresh.opened_ms = info_.opened_ms;
+    info_ = std::move(fresh);
 }
 
 amqp_connection::~amqp_connection() {
@@ -43,6 +85,17 @@ amqp_connection::link_ctx* amqp_connection::find(engine::link_id id) {
 }
 
 void amqp_connection::on_event(pn_event_t* e) {
+    switch (pn_event_type(e)) { // what management shows changes with these
+    case PN_CONNECTION_REMOTE_OPEN:
+    case PN_LINK_REMOTE_OPEN:
+    case PN_LINK_REMOTE_CLOSE:
+    case PN_LINK_REMOTE_DETACH:
+    case PN_LINK_FINAL:
+        info_stale_ = true;
+        break;
+    default:
+        break;
+    }
     switch (pn_event_type(e)) {
     case PN_CONNECTION_REMOTE_OPEN: {
         pn_connection_set_container(conn_, settings_.node_id.c_str());
@@ -139,10 +192,16 @@ void amqp_connection::on_transport_closed() {
 void amqp_connection::end_batch() {
     if (shutdown_requested_.load(std::memory_order_acquire) && !shutdown_done_ && !finished_) {
         shutdown_done_ = true;
+        std::string why;
+        {
+            std::lock_guard l(info_mu_);
+            why = close_reason_;
+        }
         set_condition(pn_connection_condition(conn_), errc::connection_forced,
-                      "the node " + settings_.node_id + " is shutting down");
+                      why.empty() ? "the node " + settings_.node_id + " is shutting down" : why);
         pn_connection_close(conn_);
     }
+    if (info_stale_ && !finished_) refresh_info();
     for (engine::link_id id : dirty_links_)
         if (link_ctx* lc = find(id)) flush_link(*lc);
     dirty_links_.clear();

@@ -26,6 +26,7 @@
 #include <proton/link.h>
 
 #include <atomic>
+#include <mutex>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -54,6 +55,20 @@ struct connection_settings {
     uint32_t credit_window = 1000;
 };
 
+// What management sees of a connection (a copy, any thread).
+struct connection_info {
+    uint64_t id = 0;
+    std::string container;            // the client's container id
+    std::string remote;               // HOST:PORT
+    int64_t opened_ms = 0;            // wall clock
+    struct link {
+        std::string name, address;
+        bool client_sends = false;
+        bool relayed = false;
+    };
+    std::vector<link> links;
+};
+
 class amqp_connection final : public connection_base {
   public:
     amqp_connection(pn_connection_t* c, const connection_settings& s, engine::queue_engine& engine,
@@ -71,6 +86,10 @@ class amqp_connection final : public connection_base {
     void refuse(errc code, std::string description);
     // Any thread: ask the connection to close with amqp:connection:forced.
     void request_shutdown() override;
+    // Any thread: close with amqp:connection:forced and this description.
+    void request_close(std::string description);
+    connection_info info() const;
+    uint64_t serial() const { return serial_; }
 
     bool finished() const override { return finished_; }
     pn_connection_t* pn() const override { return conn_; }
@@ -199,6 +218,13 @@ class amqp_connection final : public connection_base {
     errc refuse_code_ = errc::resource_limit_exceeded;
     std::string refuse_description_;
     std::atomic<bool> shutdown_requested_{false};
+    // management's view, refreshed when links come and go
+    const uint64_t serial_;
+    mutable std::mutex info_mu_;
+    connection_info info_;
+    bool info_stale_ = true;
+    std::string close_reason_;        // under info_mu_: request_close
+    void refresh_info();
     bool shutdown_done_ = false;
 };
 

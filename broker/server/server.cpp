@@ -208,6 +208,25 @@ std::shared_ptr<relay::mailbox> server::connect_peer(const std::string& node, co
     return inbox;
 }
 
+std::vector<connection_info> server::connection_infos() {
+    std::vector<connection_info> out;
+    std::lock_guard lock(table_mu_);
+    for (auto& [pn, c] : connections_)
+        if (auto* a = dynamic_cast<amqp_connection*>(c.get())) out.push_back(a->info());
+    return out;
+}
+
+bool server::close_connection(uint64_t id, const std::string& why) {
+    std::lock_guard lock(table_mu_); // the connection is not freed meanwhile
+    for (auto& [pn, c] : connections_) {
+        auto* a = dynamic_cast<amqp_connection*>(c.get());
+        if (a == nullptr || a->serial() != id) continue;
+        a->request_close(why);
+        return true;
+    }
+    return false;
+}
+
 void server::finish(connection_base* conn) {
     std::unique_ptr<connection_base> gone;
     {

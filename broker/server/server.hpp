@@ -46,6 +46,11 @@ class server {
     const std::atomic<size_t>& connections() const { return connection_count_; }
     // Before run(): the plugins' resolvers, asked in order on every attach.
     void set_resolvers(std::vector<plugins::address_resolver*> r) { settings_.resolvers = std::move(r); }
+    // Any thread: management's view of the client connections.
+    std::vector<connection_info> connection_infos();
+    // Any thread: close client connection `id` (connection_info::id) with
+    // amqp:connection:forced; false if there is none.
+    bool close_connection(uint64_t id, const std::string& why);
     // Before run(): the $management node (none: attaches to it are ordinary).
     void set_management(management::management_service* m) { settings_.management = m; }
 

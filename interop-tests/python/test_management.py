@@ -130,3 +130,29 @@ def test_a_hundred_malformed_requests_each_get_the_right_status_and_a_reason(mgm
         assert got[0] == status, (props, body, got)
         assert words in got[1], (props, body, got)
     assert mgmt.call("GET-TYPES")[0] == 200  # still answering
+
+
+def test_connections_and_links_are_listed_and_a_connection_can_be_closed(wharfd, mgmt):
+    from proton.utils import BlockingConnection, ConnectionClosed
+    victim = BlockingConnection(wharfd.url, timeout=10, sasl_enabled=False)
+    try:
+        victim.create_receiver("victims-queue", credit=1)
+        links = mgmt.query("link", ["connection", "address", "direction", "relayed"])
+        theirs = [l for l in links if l["address"] == "victims-queue"]
+        assert len(theirs) == 1 and theirs[0]["direction"] == "out" and theirs[0]["relayed"] is False
+        conns = {c["name"]: c for c in mgmt.query("wharf.connection")}
+        mine = [conns[theirs[0]["connection"]]]
+        assert mine[0]["links"] == 1 and mine[0]["remote"].startswith("127.0.0.1:")
+        assert mine[0]["container"] == victim.container.container_id
+        status, _, _ = mgmt.call("DELETE", type="wharf.connection", name=mine[0]["name"], reason="test")
+        assert status == 204
+        with pytest.raises(ConnectionClosed) as err:
+            victim.wait(lambda: False, timeout=10, msg="waiting for the close")
+        assert "amqp:connection:forced" in str(err.value) and "closed by management: test" in str(err.value)
+        status, desc, _ = mgmt.call("DELETE", type="wharf.connection", name="connection-999999")
+        assert status == 404 and "connection-999999" in desc
+    finally:
+        try:
+            victim.close()
+        except Exception:
+            pass

@@ -1,0 +1,62 @@
+#include "broker/server/server_entities.hpp"
+
+namespace wharf::server {
+
+namespace {
+std::string name_of(const connection_info& c) { return "connection-" + std::to_string(c.id); }
+} // namespace
+
+std::vector<std::string> connection_entities::attribute_names() const {
+    return {"name", "container", "remote", "openedMs", "links"};
+}
+
+result<std::vector<plugins::entity>, error> connection_entities::query() {
+    std::vector<plugins::entity> out;
+    for (const auto& c : server_.connection_infos())
+        out.push_back({{"name", name_of(c)},
+                       {"container", c.container},
+                       {"remote", c.remote},
+                       {"openedMs", c.opened_ms},
+                       {"links", static_cast<int64_t>(c.links.size())}});
+    return out;
+}
+
+result<plugins::entity, error> connection_entities::invoke(std::string_view op, std::string_view name,
+                                                           const plugins::entity& args) {
+    if (op != "DELETE") return fail(error{errc::not_implemented, "operation '" + std::string(op) + "'"});
+    std::string why = "closed by management";
+    if (auto it = args.find("reason"); it != args.end())
+        if (auto* s = std::get_if<std::string>(&it->second)) why += ": " + *s;
+    const std::string prefix = "connection-";
+    uint64_t id = 0;
+    if (name.rfind(prefix, 0) == 0) {
+        try {
+            id = std::stoull(std::string(name.substr(prefix.size())));
+        } catch (const std::exception&) {
+            id = 0;
+        }
+    }
+    if (id == 0 || !server_.close_connection(id, why))
+        return fail(error{errc::not_found, "no wharf.connection named '" + std::string(name) + "'"});
+    return plugins::entity{{"name", std::string(name)}};
+}
+
+std::vector<std::string> link_entities::attribute_names() const {
+    return {"name", "connection", "linkName", "address", "direction", "relayed"};
+}
+
+result<std::vector<plugins::entity>, error> link_entities::query() {
+    std::vector<plugins::entity> out;
+    for (const auto& c : server_.connection_infos()) {
+        for (const auto& l : c.links)
+            out.push_back({{"name", name_of(c) + "/" + l.name},
+                           {"connection", name_of(c)},
+                           {"linkName", l.name},
+                           {"address", l.address},
+                           {"direction", std::string(l.client_sends ? "in" : "out")},
+                           {"relayed", l.relayed}});
+    }
+    return out;
+}
+
+} // namespace wharf::server
