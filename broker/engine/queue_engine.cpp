@@ -135,6 +135,40 @@ std::vector<queue_stats> queue_engine::stats() {
     return fut.get();
 }
 
+std::optional<uint64_t> queue_engine::purge(const std::string& name) {
+    auto done = std::make_shared<std::promise<std::optional<uint64_t>>>();
+    auto fut = done->get_future();
+    post(cmd_run{std::make_shared<std::function<void()>>([this, done, name] {
+        auto it = queues_.find(name);
+        if (it == queues_.end()) return done->set_value(std::nullopt);
+        queue& q = *it->second;
+        auto gone = q.take_all();
+        for (const auto& e : gone) forget_stored(q, e);
+        touch(&q); // the run's end lets producers waiting for room go on
+        done->set_value(gone.size());
+    })});
+    return fut.get();
+}
+
+bool queue_engine::remove(const std::string& name) {
+    auto done = std::make_shared<std::promise<bool>>();
+    auto fut = done->get_future();
+    post(cmd_run{std::make_shared<std::function<void()>>([this, done, name] {
+        auto it = queues_.find(name);
+        if (it == queues_.end()) return done->set_value(false);
+        queue* q = it->second.get();
+        // Messages out for delivery go too (and leave the store).
+        for (auto& [id, c] : consumers_)
+            if (c->q == q)
+                for (const auto& [seq, e] : c->acquired) forget_stored(*q, e);
+        touched_.erase(std::remove(touched_.begin(), touched_.end(), q), touched_.end());
+        doomed_.erase(std::remove(doomed_.begin(), doomed_.end(), q), doomed_.end());
+        delete_queue(q);
+        done->set_value(true);
+    })});
+    return fut.get();
+}
+
 void queue_engine::run(command& c) {
     std::visit([this](auto& cmd) { handle(cmd); }, c);
 }

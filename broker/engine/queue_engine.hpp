@@ -13,6 +13,7 @@
 #include "broker/engine/queue.hpp"
 
 #include <functional>
+#include <optional>
 #include <memory>
 #include <deque>
 #include <condition_variable>
@@ -60,6 +61,12 @@ class queue_engine final : private dispatch_sink {
 
     // Thread-safe: runs on the strand (waits for it). Not for the message path.
     std::vector<queue_stats> stats();
+    // Management, thread-safe, waiting for the strand. purge: removes the
+    // messages waiting in `queue` (not those out for delivery); how many, or
+    // nullopt without such a queue. remove: deletes the queue, its messages
+    // (stored ones too) and detaches its links; false without such a queue.
+    std::optional<uint64_t> purge(const std::string& queue);
+    bool remove(const std::string& queue);
 
     // Before serving: puts messages recovered from the store back into their
     // queue (created with its declared or default policy), in seq order.

@@ -27,4 +27,20 @@ result<std::vector<plugins::entity>, error> queue_entities::query() {
     return out;
 }
 
+result<plugins::entity, error> queue_entities::invoke(std::string_view op, std::string_view name,
+                                                      const plugins::entity&) {
+    const std::string queue(name);
+    if (op == "PURGE") {
+        auto n = engine_.purge(queue);
+        if (!n) return fail(error{errc::not_found, "no wharf.queue named '" + queue + "' on this node"});
+        return plugins::entity{{"name", queue}, {"purged", static_cast<int64_t>(*n)}};
+    }
+    if (op == "DELETE") {
+        if (!engine_.remove(queue))
+            return fail(error{errc::not_found, "no wharf.queue named '" + queue + "' on this node"});
+        return plugins::entity{{"name", queue}};
+    }
+    return fail(error{errc::not_implemented, "operation '" + std::string(op) + "' on wharf.queue"});
+}
+
 } // namespace wharf::management

@@ -1,6 +1,7 @@
 #pragma once
 // Entity types the broker itself offers to management.
-//   wharf.queue   the queues this node holds, with their figures (READ, QUERY)
+//   wharf.queue   the queues this node holds, with their figures (READ,
+//                 QUERY, PURGE, DELETE)
 // Threads: management's worker; query() waits for the queue engine.
 
 #include "broker/engine/queue_engine.hpp"
@@ -13,11 +14,12 @@ class queue_entities final : public plugins::entity_type {
     explicit queue_entities(engine::queue_engine& e) : engine_(e) {}
     std::string_view type_name() const override { return "wharf.queue"; }
     std::vector<std::string> attribute_names() const override;
-    std::vector<std::string> operation_names() const override { return {}; }
+    std::vector<std::string> operation_names() const override { return {"PURGE", "DELETE"}; }
     result<std::vector<plugins::entity>, error> query() override;
-    result<plugins::entity, error> invoke(std::string_view op, std::string_view, const plugins::entity&) override {
-        return fail(error{errc::not_implemented, "operation '" + std::string(op) + "' on wharf.queue"});
-    }
+    // PURGE: drops the messages waiting in the queue (those out for delivery
+    // stay); DELETE: removes the queue, its messages and its links.
+    result<plugins::entity, error> invoke(std::string_view op, std::string_view name,
+                                          const plugins::entity& args) override;
 
   private:
     engine::queue_engine& engine_;

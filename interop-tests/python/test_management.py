@@ -101,7 +101,8 @@ def malformed_requests():
         ({"operation": "FROB", "type": "org.amqp.management"}, None, 501, "FROB"),
         ({"operation": "READ", "type": "wharf.queue"}, None, 400, "name"),
         ({"operation": "READ", "type": "wharf.queue", "name": "absent"}, None, 404, "absent"),
-        ({"operation": "DELETE", "type": "wharf.queue", "name": "x"}, None, 501, "DELETE"),
+        ({"operation": "DELETE", "type": "wharf.queue", "name": "x"}, None, 404, "'x'"),
+        ({"operation": "UPDATE", "type": "wharf.queue", "name": "x"}, None, 501, "UPDATE"),
         ({"operation": "READ", "type": "wharf.unknown", "name": "x"}, None, 404, "wharf.unknown"),
         ({"operation": "GET-ATTRIBUTES", "entityType": "wharf.nope"}, None, 404, "wharf.nope"),
         ({"operation": "READ", "type": 12, "name": "x"}, None, 400, "operation"),
@@ -156,3 +157,37 @@ def test_connections_and_links_are_listed_and_a_connection_can_be_closed(wharfd,
             victim.close()
         except Exception:
             pass
+
+
+def test_purge_and_delete_remove_stored_messages_for_good(make_wharfd):
+    node = make_wharfd()
+    fill_durable = [("kept", 3), ("purged", 4), ("deleted", 5)]
+    from proton.utils import BlockingConnection
+    c = BlockingConnection(node.url, timeout=10, sasl_enabled=False)
+    try:
+        for q, n in fill_durable:
+            s = c.create_sender(q)
+            for i in range(n):
+                s.send(Message(body="%s-%d" % (q, i), durable=True))
+    finally:
+        c.close()
+    m = Mgmt(node.url)
+    try:
+        status, _, body = m.call("PURGE", type="queue", name="purged")
+        assert status == 200 and body["purged"] == 4
+        assert m.call("DELETE", type="wharf.queue", name="deleted")[0] == 204
+        status, desc, _ = m.call("PURGE", type="queue", name="deleted")
+        assert status == 404 and "deleted" in desc
+    finally:
+        m.close()
+    data = node.data_dir
+    assert node.stop() == 0
+    again = make_wharfd(data_dir=data)
+    m = Mgmt(again.url)
+    try:
+        depths = {r["name"]: r["depth"] for r in m.query("wharf.queue", ["name", "depth"])}
+    finally:
+        m.close()
+    assert depths.get("kept") == 3
+    assert depths.get("purged", 0) == 0
+    assert "deleted" not in depths
