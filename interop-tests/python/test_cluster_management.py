@@ -69,3 +69,49 @@ def test_move_and_drain_through_management(cluster):
         assert got == set(range(20))
     finally:
         conn.close()
+
+
+def test_routes_decide_placement_and_mode_on_every_node(cluster):
+    from cluster_util import attach
+    n1, n2, n3 = cluster.nodes
+    m = Mgmt(n2.url)
+    try:
+        status, desc, body = m.call("CREATE", type="wharf.route", name="fast.*",
+                                    body={"node": "n3", "mode": "redirect"})
+        assert status == 201 and body["node"] == "n3" and body["mode"] == "redirect", (status, desc)
+        # Every node follows within a poll interval: n1 now redirects fast.* to n3.
+        got = cluster.wait_for(lambda: (lambda a: a if a != "local" and a["condition"] == "amqp:link:redirect"
+                                        else None)(attach(n1, "fast.1")), what="n1 to follow the route")
+        assert int(got["info"]["port"]) == n3.port
+        assert cluster.owners()["fast.1"][0] == "n3"
+        status, _, body = m.call("UPDATE", type="wharf.route", name="fast.*", body={"node": "n1", "mode": "relay"})
+        assert status == 200 and body["node"] == "n1"
+        cluster.wait_for(lambda: attach(n2, "fast.2") == "local", what="relay mode for fast.*")
+        assert cluster.owners()["fast.2"][0] == "n1"
+        routes = m.query("route")
+        assert routes == [{"name": "fast.*", "pattern": "fast.*", "node": "n1", "group": None, "mode": "relay"}]
+        for body, status, words in [({}, 400, "node"), ({"node": "n1", "group": "g"}, 400, "not both"),
+                                    ({"node": 3}, 400, "node"), ({"group": "eu", "mode": "teleport"}, 400, "mode")]:
+            got = m.call("CREATE", type="wharf.route", name="other.*", body=body)
+            assert got[0] == status and words in got[1], (body, got)
+        assert m.call("CREATE", type="wharf.route", name="fast.*", body={"node": "n2"})[0] == 403
+        assert m.call("DELETE", type="wharf.route", name="fast.*")[0] == 204
+        assert m.call("READ", type="wharf.route", name="fast.*")[0] == 404
+        assert m.call("DELETE", type="wharf.route", name="fast.*")[0] == 404
+    finally:
+        m.close()
+
+
+def test_the_placement_policy_is_read_and_changed_through_management(cluster):
+    m = Mgmt(cluster.nodes[0].url)
+    try:
+        status, _, body = m.call("READ", type="wharf.placement", name="placement")
+        assert status == 200 and body["policy"] == "least-loaded" and body["source"] == "config"
+        status, _, body = m.call("UPDATE", type="placement", name="placement", body={"policy": "round-robin"})
+        assert status == 200 and body["policy"] == "round-robin"
+        assert m.call("READ", type="wharf.placement", name="placement")[2]["source"] == "management"
+        status, desc, _ = m.call("UPDATE", type="placement", name="placement", body={"policy": "random"})
+        assert status == 400 and "random" in desc
+        assert m.call("REBALANCE", type="placement", name="placement")[0] == 501
+    finally:
+        m.close()

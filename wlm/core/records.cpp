@@ -63,6 +63,30 @@ std::optional<node_record> decode_node(std::string_view id, std::string_view val
     return n;
 }
 
+std::string encode(const route_record& r) {
+    return std::string(r.rule.target == placement_rule::target_kind::node ? "node=" : "group=") +
+           r.rule.target_name + ";mode=" + r.mode;
+}
+
+std::optional<route_record> decode_route(std::string_view pattern, std::string_view value) {
+    auto f = fields(value);
+    route_record r;
+    r.rule.pattern = std::string(pattern);
+    if (f.count("node")) {
+        r.rule.target = placement_rule::target_kind::node;
+        r.rule.target_name = f["node"];
+    } else if (f.count("group")) {
+        r.rule.target = placement_rule::target_kind::group;
+        r.rule.target_name = f["group"];
+    } else {
+        return std::nullopt;
+    }
+    if (r.rule.target_name.empty()) return std::nullopt;
+    r.mode = f.count("mode") ? f["mode"] : "";
+    if (r.mode != "" && r.mode != "relay" && r.mode != "redirect") return std::nullopt;
+    return r;
+}
+
 std::string encode(const owner_record& o) {
     std::string reason = o.reason;
     std::replace(reason.begin(), reason.end(), ';', ','); // keep it one field

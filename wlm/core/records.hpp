@@ -6,9 +6,13 @@
 //                  (moving: the owner is handing the queue to node `to`; the
 //                  epoch grows when the new owner takes over)
 //   drain/<id>     present while an operator wants node <id> drained
+//   routes/<glob>  node=<id>|group=<name>;mode=relay|redirect|  (management's
+//                  routes: placement and serving mode of matching queues)
+//   placement      policy=<least-loaded|round-robin|consistent-hash|local>
 // Pure functions; any thread.
 
 #include "wlm/placement/load_table.hpp"
+#include "wlm/placement/placement_rule.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -20,6 +24,8 @@ namespace wharf::wlm {
 inline constexpr std::string_view nodes_prefix = "nodes/";
 inline constexpr std::string_view owners_prefix = "owners/";
 inline constexpr std::string_view drain_prefix = "drain/";
+inline constexpr std::string_view routes_prefix = "routes/";
+inline constexpr std::string_view placement_key = "placement";
 
 struct node_record {
     std::string host;
@@ -41,6 +47,15 @@ struct owner_record {
 
 std::string encode(const node_record& n);
 std::optional<node_record> decode_node(std::string_view id, std::string_view value);
+// A route from management: where matching queues are placed (node or
+// group), and how other nodes serve them ("" = the node's configured mode).
+struct route_record {
+    placement_rule rule;   // pattern and target
+    std::string mode;      // "", "relay" or "redirect"
+};
+std::string encode(const route_record& r);
+std::optional<route_record> decode_route(std::string_view pattern, std::string_view value);
+
 std::string encode(const owner_record& o);
 std::optional<owner_record> decode_owner(std::string_view value);
 

@@ -1,6 +1,9 @@
 #include "wlm/core/wlm_entities.hpp"
 
 #include "wlm/core/cluster_admin.hpp"
+#include "wlm/placement/placement_policy.hpp"
+
+#include <optional>
 
 namespace wharf::wlm {
 
@@ -105,6 +108,117 @@ result<entity, error> owner_entities::invoke(std::string_view op, std::string_vi
         return fail(error{errc::not_allowed, moved.error()});
     }
     return owner_entity(std::string(name), *moved, true);
+}
+
+// ---- wharf.route -----------------------------------------------------------------
+
+namespace {
+std::optional<std::string> text_arg(const entity& args, const char* key) {
+    auto it = args.find(key);
+    if (it == args.end()) return std::nullopt;
+    if (auto* s = std::get_if<std::string>(&it->second)) return *s;
+    return std::string("\x01"); // present but not a string
+}
+
+entity route_entity(const route_record& r) {
+    const bool node = r.rule.target == placement_rule::target_kind::node;
+    return {{"name", r.rule.pattern},
+            {"pattern", r.rule.pattern},
+            {"node", node ? plugins::attribute_value(r.rule.target_name) : plugins::attribute_value()},
+            {"group", node ? plugins::attribute_value() : plugins::attribute_value(r.rule.target_name)},
+            {"mode", r.mode.empty() ? plugins::attribute_value() : plugins::attribute_value(r.mode)}};
+}
+} // namespace
+
+std::vector<std::string> route_entities::attribute_names() const { return {"name", "pattern", "node", "group", "mode"}; }
+
+result<std::vector<entity>, error> route_entities::query() {
+    std::lock_guard l(s_->mu);
+    auto all = s_->store->list(routes_prefix);
+    if (!all) return fail(error{errc::internal_error, "metadata store: " + all.error().description});
+    std::vector<entity> out;
+    for (const auto& kv : *all)
+        if (auto r = decode_route(kv.key.substr(routes_prefix.size()), kv.value)) out.push_back(route_entity(*r));
+    return out;
+}
+
+result<entity, error> route_entities::invoke(std::string_view op, std::string_view name, const entity& args) {
+    const std::string pattern(name);
+    const std::string key = std::string(routes_prefix) + pattern;
+    std::lock_guard l(s_->mu);
+    auto cur = s_->store->get(key);
+    if (!cur) return fail(error{errc::internal_error, "metadata store: " + cur.error().description});
+    std::optional<route_record> existing;
+    if (*cur) existing = decode_route(pattern, (*cur)->value);
+    if (op == "DELETE") {
+        if (!*cur) return fail(error{errc::not_found, "no wharf.route named '" + pattern + "'"});
+        auto del = s_->store->compare_and_delete(key, (*cur)->version);
+        if (!del) return fail(error{errc::internal_error, "metadata store: " + del.error().description});
+        return entity{{"name", pattern}};
+    }
+    if (op == "CREATE" && *cur) return fail(error{errc::not_allowed, "wharf.route '" + pattern + "' exists; UPDATE it"});
+    if (op == "UPDATE" && !*cur) return fail(error{errc::not_found, "no wharf.route named '" + pattern + "'"});
+    route_record r = existing.value_or(route_record{});
+    r.rule.pattern = pattern;
+    const auto node = text_arg(args, "node");
+    const auto group = text_arg(args, "group");
+    const auto mode = text_arg(args, "mode");
+    if (node && group) return fail(error{errc::invalid_field, "give 'node' or 'group', not both"});
+    if (node || group) {
+        const std::string& target = node ? *node : *group;
+        if (target.empty() || target == "\x01")
+            return fail(error{errc::invalid_field, std::string("'") + (node ? "node" : "group") + "' must be a non-empty string"});
+        r.rule.target = node ? placement_rule::target_kind::node : placement_rule::target_kind::group;
+        r.rule.target_name = target;
+    } else if (op == "CREATE") {
+        return fail(error{errc::invalid_field, "CREATE of a wharf.route needs 'node' or 'group' (a string)"});
+    }
+    if (mode) {
+        if (*mode != "relay" && *mode != "redirect")
+            return fail(error{errc::invalid_field, "'mode' must be \"relay\" or \"redirect\""});
+        r.mode = *mode;
+    }
+    auto put = s_->store->compare_and_set(key, *cur ? (*cur)->version : 0, encode(r));
+    if (!put) {
+        if (put.error().code == store_errc::conflict)
+            return fail(error{errc::not_allowed, "wharf.route '" + pattern + "' changed meanwhile; try again"});
+        return fail(error{errc::internal_error, "metadata store: " + put.error().description});
+    }
+    return route_entity(r);
+}
+
+// ---- wharf.placement -------------------------------------------------------------
+
+result<std::vector<entity>, error> placement_entities::query() {
+    std::lock_guard l(s_->mu);
+    auto cur = s_->store->get(placement_key);
+    if (!cur) return fail(error{errc::internal_error, "metadata store: " + cur.error().description});
+    std::string policy = configured_, source = "config";
+    if (*cur && (*cur)->value.rfind("policy=", 0) == 0) {
+        policy = (*cur)->value.substr(7);
+        source = "management";
+    }
+    return std::vector<entity>{{{"name", std::string("placement")}, {"policy", policy}, {"source", source}}};
+}
+
+result<entity, error> placement_entities::invoke(std::string_view op, std::string_view, const entity& args) {
+    if (op != "UPDATE") return fail(unknown_operation(type_name(), op, operation_names()));
+    const auto policy = text_arg(args, "policy");
+    if (!policy) return fail(error{errc::invalid_field, "UPDATE of wharf.placement needs 'policy' (a string)"});
+    auto parsed = parse_policy_kind(*policy);
+    if (!parsed) return fail(error{errc::invalid_field, "'policy': " + parsed.error()});
+    {
+        std::lock_guard l(s_->mu);
+        for (int attempt = 0; attempt < 5; ++attempt) {
+            auto cur = s_->store->get(placement_key);
+            if (!cur) return fail(error{errc::internal_error, "metadata store: " + cur.error().description});
+            auto put = s_->store->compare_and_set(placement_key, *cur ? (*cur)->version : 0, "policy=" + *policy);
+            if (put) break;
+            if (put.error().code != store_errc::conflict)
+                return fail(error{errc::internal_error, "metadata store: " + put.error().description});
+        }
+    }
+    return entity{{"name", std::string("placement")}, {"policy", *policy}, {"source", std::string("management")}};
 }
 
 } // namespace wharf::wlm

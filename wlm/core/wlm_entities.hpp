@@ -4,8 +4,13 @@
 //                        drain): address, state, load; DRAIN, UNDRAIN
 //   wharf.owner  every queue's owner: node, epoch, state, next
 //                        owner while moving, the reason; MOVE (arg "node")
-// Both read and write the metadata store through cluster_admin, so they say
-// exactly what wharf-wlm says.
+//   wharf.route      management's routes: pattern -> node or group, and the
+//                    serving mode (relay, redirect) of matching queues;
+//                    CREATE, UPDATE, DELETE (every node follows within a
+//                    poll interval)
+//   wharf.placement  the cluster's placement policy; UPDATE
+// Node and owner read and write the metadata store through cluster_admin,
+// so they say exactly what wharf-wlm says.
 //
 // Threads: any one thread at a time per object; each call takes the store's
 // lock (the store is blocking and not shared with the WLM worker).
@@ -50,6 +55,36 @@ class owner_entities final : public plugins::entity_type {
 
   private:
     std::shared_ptr<shared_store> s_;
+};
+
+class route_entities final : public plugins::entity_type {
+  public:
+    explicit route_entities(std::shared_ptr<shared_store> s) : s_(std::move(s)) {}
+    std::string_view type_name() const override { return "wharf.route"; }
+    std::vector<std::string> attribute_names() const override;
+    std::vector<std::string> operation_names() const override { return {"CREATE", "UPDATE", "DELETE"}; }
+    result<std::vector<plugins::entity>, error> query() override;
+    result<plugins::entity, error> invoke(std::string_view op, std::string_view name,
+                                          const plugins::entity& args) override;
+
+  private:
+    std::shared_ptr<shared_store> s_;
+};
+
+class placement_entities final : public plugins::entity_type {
+  public:
+    placement_entities(std::shared_ptr<shared_store> s, std::string configured)
+        : s_(std::move(s)), configured_(std::move(configured)) {}
+    std::string_view type_name() const override { return "wharf.placement"; }
+    std::vector<std::string> attribute_names() const override { return {"name", "policy", "source"}; }
+    std::vector<std::string> operation_names() const override { return {"UPDATE"}; }
+    result<std::vector<plugins::entity>, error> query() override;
+    result<plugins::entity, error> invoke(std::string_view op, std::string_view name,
+                                          const plugins::entity& args) override;
+
+  private:
+    std::shared_ptr<shared_store> s_;
+    std::string configured_; // the policy in this node's config file
 };
 
 } // namespace wharf::wlm

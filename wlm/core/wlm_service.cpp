@@ -111,6 +111,8 @@ std::optional<std::string> wlm_service::start() {
     admin_->store = std::move(admin.value());
     node_entities_ = std::make_unique<node_entities>(admin_);
     owner_entities_ = std::make_unique<owner_entities>(admin_);
+    route_entities_ = std::make_unique<route_entities>(admin_);
+    placement_entities_ = std::make_unique<placement_entities>(admin_, std::string(to_string(opts_.policy)));
     if (auto bad = register_node()) return bad;
     if (!load_all()) return "cannot read the cluster's state from " + node_.metadata;
     serving_ = true;
@@ -118,6 +120,8 @@ std::optional<std::string> wlm_service::start() {
     ctx_.add_resolver(*this);
     ctx_.add_entity_type(*node_entities_);
     ctx_.add_entity_type(*owner_entities_);
+    ctx_.add_entity_type(*route_entities_);
+    ctx_.add_entity_type(*placement_entities_);
     thread_ = std::thread([this] { run(); });
     spdlog::info("{}: wlm: member of the cluster in {} ({} nodes known, {} queues owned)",
                  node_.node_id, node_.metadata, nodes_.size(), owners_.size());
@@ -247,11 +251,20 @@ bool wlm_service::load_all() {
     auto nodes = store_->list(nodes_prefix);
     auto owners = store_->list(owners_prefix);
     auto drains = store_->list(drain_prefix);
-    if (!rev || !nodes || !owners || !drains) return false;
+    auto routes = store_->list(routes_prefix);
+    auto placement = store_->get(placement_key);
+    if (!rev || !nodes || !owners || !drains || !routes || !placement) return false;
     std::lock_guard l(mu_);
     nodes_.clear();
     owners_.clear();
     drains_.clear();
+    routes_.clear();
+    policy_override_.reset();
+    for (const auto& kv : *routes) {
+        const std::string pattern = kv.key.substr(routes_prefix.size());
+        if (auto r = decode_route(pattern, kv.value)) routes_[pattern] = std::move(*r);
+    }
+    if (*placement) apply_placement((*placement)->value);
     for (const auto& kv : *drains) drains_.insert(kv.key.substr(drain_prefix.size()));
     for (const auto& kv : *nodes) {
         const std::string id = kv.key.substr(nodes_prefix.size());
@@ -288,7 +301,21 @@ void wlm_service::apply(const change& c) {
         const std::string id = key.substr(drain_prefix.size());
         if (c.kind == change::erase) drains_.erase(id);
         else drains_.insert(id);
+    } else if (key.rfind(routes_prefix, 0) == 0) {
+        const std::string pattern = key.substr(routes_prefix.size());
+        if (c.kind == change::erase) routes_.erase(pattern);
+        else if (auto r = decode_route(pattern, c.kv.value)) routes_[pattern] = std::move(*r);
+    } else if (key == placement_key) {
+        if (c.kind == change::erase) policy_override_.reset();
+        else apply_placement(c.kv.value);
     }
+}
+
+// The store's "placement" record: policy=NAME.
+void wlm_service::apply_placement(std::string_view value) {
+    constexpr std::string_view key = "policy=";
+    if (value.rfind(key, 0) != 0) return;
+    if (auto p = parse_policy_kind(std::string(value.substr(key.size())))) policy_override_ = *p;
 }
 
 void wlm_service::poll_changes() {
@@ -312,6 +339,22 @@ void wlm_service::poll_changes() {
 // ---- resolving -------------------------------------------------------------------
 
 bool wlm_service::draining_locked() const { return drains_.count(node_.node_id) != 0; }
+
+std::vector<placement_rule> wlm_service::rules_locked() const {
+    std::vector<placement_rule> out;
+    out.reserve(routes_.size() + opts_.rules.size());
+    for (const auto& [pattern, r] : routes_) out.push_back(r.rule);
+    out.insert(out.end(), opts_.rules.begin(), opts_.rules.end());
+    return out;
+}
+
+wlm_options::serve_mode wlm_service::mode_locked(std::string_view queue) const {
+    for (const auto& [pattern, r] : routes_) {
+        if (r.mode.empty() || !glob_match(pattern, queue)) continue;
+        return r.mode == "redirect" ? wlm_options::serve_mode::redirect : wlm_options::serve_mode::relay;
+    }
+    return opts_.mode_for(queue);
+}
 
 std::vector<node_load> wlm_service::candidates_locked() const {
     std::map<std::string, uint64_t> owned;
@@ -341,7 +384,7 @@ plugins::resolution wlm_service::answer_locked(const std::string& queue) const {
             errc::detach_forced,
             "queue '" + queue + "' is owned by node " + o->second.node + ", which is down; it is unavailable until "
                 "that node returns" + (opts_.reassign_after ? " or the cluster reassigns it" : ""));
-    if (opts_.mode_for(queue) == wlm_options::serve_mode::relay)
+    if (mode_locked(queue) == wlm_options::serve_mode::relay)
         return plugins::resolution::relay(o->second.node, n->second.host, n->second.port, queue);
     return plugins::resolution::redirect(o->second.node, n->second.host, n->second.port, queue);
 }
@@ -362,7 +405,7 @@ std::optional<plugins::resolution> wlm_service::node_local_answer(std::string_vi
         return plugins::resolution::refuse(errc::not_found, "temporary queue '" + std::string(address) +
                                                                 "' belongs to node " + node + ", which is down");
     const std::string queue(address);
-    if (opts_.mode_for(queue) == wlm_options::serve_mode::relay)
+    if (mode_locked(queue) == wlm_options::serve_mode::relay)
         return plugins::resolution::relay(node, n->second.host, n->second.port, queue);
     return plugins::resolution::redirect(node, n->second.host, n->second.port, queue);
 }
@@ -436,7 +479,7 @@ void wlm_service::assign(const std::string& queue) {
         owner_record rec;
         {
             std::lock_guard l(mu_);
-            auto d = place(queue, node_.node_id, candidates_locked(), opts_.rules, opts_.policy,
+            auto d = place(queue, node_.node_id, candidates_locked(), rules_locked(), policy_locked(),
                            opts_.weights, placement_);
             if (!d) {
                 spdlog::warn("{}: wlm: cannot place queue '{}': {}", node_.node_id, queue, d.error());

@@ -100,6 +100,7 @@ class wlm_service final : public plugins::plugin, public plugins::address_resolv
     bool load_all();
     void poll_changes();
     void apply(const change& c);
+    void apply_placement(std::string_view value);
     void assign(const std::string& queue);
     void serve(request& r);
     void answer_parked(bool all);
@@ -107,6 +108,10 @@ class wlm_service final : public plugins::plugin, public plugins::address_resolv
     std::optional<plugins::resolution> node_local_answer(std::string_view address) const;
     std::vector<node_load> candidates_locked() const;
     bool draining_locked() const;
+    // Management's routes (from the store) before the configured rules.
+    std::vector<placement_rule> rules_locked() const;
+    policy_kind policy_locked() const { return policy_override_.value_or(opts_.policy); }
+    wlm_options::serve_mode mode_locked(std::string_view queue) const;
 
     // handover.cpp (worker thread)
     void reconcile();
@@ -126,6 +131,8 @@ class wlm_service final : public plugins::plugin, public plugins::address_resolv
     std::shared_ptr<shared_store> admin_;     // management's own connection to the store
     std::unique_ptr<node_entities> node_entities_;
     std::unique_ptr<owner_entities> owner_entities_;
+    std::unique_ptr<route_entities> route_entities_;
+    std::unique_ptr<placement_entities> placement_entities_;
     lease_id lease_ = 0;
     uint64_t node_version_ = 0;
     uint64_t revision_ = 0;
@@ -142,6 +149,8 @@ class wlm_service final : public plugins::plugin, public plugins::address_resolv
     std::unordered_map<std::string, owner_record> owners_;
     std::map<std::string, node_record> nodes_;
     std::set<std::string> drains_;
+    std::map<std::string, route_record> routes_;   // by pattern
+    std::optional<policy_kind> policy_override_;   // the store's placement policy
     std::deque<request> requests_;
     std::vector<parked> parked_;
     bool stop_ = false;
