@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <map>
 
 namespace wharf::management {
 
@@ -24,9 +25,69 @@ std::string name_of(const plugins::entity& e) {
 }
 } // namespace
 
+// One type name, several providers: attributes and operations are the
+// union; entities with the same name are one (earlier providers first).
+class management_service::merged_type final : public plugins::entity_type {
+  public:
+    explicit merged_type(plugins::entity_type& first) : parts_{&first} {}
+    void add(plugins::entity_type& t) { parts_.push_back(&t); }
+    std::string_view type_name() const override { return parts_.front()->type_name(); }
+    std::vector<std::string> attribute_names() const override {
+        std::vector<std::string> out;
+        for (auto* p : parts_)
+            for (auto& a : p->attribute_names())
+                if (std::find(out.begin(), out.end(), a) == out.end()) out.push_back(a);
+        return out;
+    }
+    std::vector<std::string> operation_names() const override {
+        std::vector<std::string> out;
+        for (auto* p : parts_)
+            for (auto& o : p->operation_names())
+                if (std::find(out.begin(), out.end(), o) == out.end()) out.push_back(o);
+        return out;
+    }
+    result<std::vector<plugins::entity>, error> query() override {
+        std::vector<plugins::entity> out;
+        std::map<std::string, size_t> at; // name -> index in out
+        for (auto* p : parts_) {
+            auto rows = p->query();
+            if (!rows) return fail(rows.error());
+            for (auto& e : *rows) {
+                auto [it, fresh] = at.emplace(name_of(e), out.size());
+                if (fresh) out.push_back(std::move(e));
+                else
+                    for (auto& [k, v] : e) out[it->second].emplace(k, std::move(v));
+            }
+        }
+        return out;
+    }
+    result<plugins::entity, error> invoke(std::string_view op, std::string_view name,
+                                          const plugins::entity& args) override {
+        for (auto* p : parts_) {
+            const auto ops = p->operation_names();
+            if (std::find(ops.begin(), ops.end(), op) != ops.end()) return p->invoke(op, name, args);
+        }
+        return fail(error{errc::not_implemented, "operation '" + std::string(op) + "'"});
+    }
+
+  private:
+    std::vector<plugins::entity_type*> parts_;
+};
+
 management_service::management_service(publish_fn publish) : publish_(std::move(publish)) {}
 
 management_service::~management_service() { stop(); }
+
+void management_service::add_type(plugins::entity_type& t) {
+    for (auto& m : merged_) {
+        if (m->type_name() == t.type_name()) {
+            m->add(t);
+            return;
+        }
+    }
+    merged_.push_back(std::make_unique<merged_type>(t));
+    types_.push_back(merged_.back().get());
+}
 
 void management_service::start() {
     worker_ = std::thread([this] { run(); });

@@ -18,6 +18,7 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -34,7 +35,9 @@ class management_service {
     management_service(const management_service&) = delete;
     management_service& operator=(const management_service&) = delete;
 
-    void add_type(plugins::entity_type& t) { types_.push_back(&t); }
+    // Several providers may offer one type name (the broker's wharf.queue
+    // figures, the wlm plugin's owners): their entities are merged by name.
+    void add_type(plugins::entity_type& t);
     void start();
     void stop();
     void submit(request&& r);
@@ -51,8 +54,11 @@ class management_service {
     reply read(plugins::entity_type& t, const request& r);
     void run();
 
+    class merged_type;
+
     publish_fn publish_;
-    std::vector<plugins::entity_type*> types_;
+    std::vector<std::unique_ptr<merged_type>> merged_;
+    std::vector<plugins::entity_type*> types_;   // one per type name
     std::mutex mu_;
     std::condition_variable cv_;
     std::deque<request> queue_;

@@ -29,6 +29,11 @@ def test_any_node_shows_every_node_and_every_owner(cluster):
             owners = {r["name"]: r for r in m.query("owner", ["name", "node", "epoch", "reason"])}
             assert owners["seen-everywhere"]["node"] == "n2"
             assert "rule '*' -> node n2" in owners["seen-everywhere"]["reason"]
+            # wharf.queue: the owner's view merged with this node's figures.
+            queues = {r["name"]: r for r in m.query("queue", ["name", "node", "epoch", "depth"])}
+            q = queues["seen-everywhere"]
+            assert q["node"] == "n2" and q["epoch"] == 1
+            assert q["depth"] == (1 if node.node_id == "n2" else None)
         finally:
             m.close()
 
@@ -44,7 +49,7 @@ def test_move_and_drain_through_management(cluster):
         conn.close()
     m = Mgmt(n3.url)  # any node will do
     try:
-        status, desc, body = m.call("MOVE", type="wharf.owner", name="managed", body={"node": "n3"})
+        status, desc, body = m.call("MOVE", type="wharf.queue", name="managed", body={"node": "n3"})
         assert status == 200 and body["state"] == "moving" and body["to"] == "n3", (status, desc)
         cluster.wait_for(lambda: cluster.owners()["managed"] == ("n3", None), what="the move to end")
         status, desc, _ = m.call("MOVE", type="wharf.owner", name="managed", body={"node": "n9"})

@@ -20,6 +20,7 @@
 
 #include <memory>
 #include <mutex>
+#include <string>
 
 namespace wharf::wlm {
 
@@ -43,10 +44,13 @@ class node_entities final : public plugins::entity_type {
     std::shared_ptr<shared_store> s_;
 };
 
+// Also offered as part of wharf.queue: management merges it with the
+// broker's queue figures, so a queue shows its owner, epoch and reason.
 class owner_entities final : public plugins::entity_type {
   public:
-    explicit owner_entities(std::shared_ptr<shared_store> s) : s_(std::move(s)) {}
-    std::string_view type_name() const override { return "wharf.owner"; }
+    explicit owner_entities(std::shared_ptr<shared_store> s, std::string name = "wharf.owner")
+        : s_(std::move(s)), name_(std::move(name)) {}
+    std::string_view type_name() const override { return name_; }
     std::vector<std::string> attribute_names() const override;
     std::vector<std::string> operation_names() const override { return {"MOVE"}; }
     result<std::vector<plugins::entity>, error> query() override;
@@ -55,6 +59,7 @@ class owner_entities final : public plugins::entity_type {
 
   private:
     std::shared_ptr<shared_store> s_;
+    std::string name_;
 };
 
 class route_entities final : public plugins::entity_type {

@@ -111,6 +111,7 @@ std::optional<std::string> wlm_service::start() {
     admin_->store = std::move(admin.value());
     node_entities_ = std::make_unique<node_entities>(admin_);
     owner_entities_ = std::make_unique<owner_entities>(admin_);
+    queue_owner_entities_ = std::make_unique<owner_entities>(admin_, "wharf.queue");
     route_entities_ = std::make_unique<route_entities>(admin_);
     placement_entities_ = std::make_unique<placement_entities>(admin_, std::string(to_string(opts_.policy)));
     if (auto bad = register_node()) return bad;
@@ -120,6 +121,7 @@ std::optional<std::string> wlm_service::start() {
     ctx_.add_resolver(*this);
     ctx_.add_entity_type(*node_entities_);
     ctx_.add_entity_type(*owner_entities_);
+    ctx_.add_entity_type(*queue_owner_entities_);
     ctx_.add_entity_type(*route_entities_);
     ctx_.add_entity_type(*placement_entities_);
     thread_ = std::thread([this] { run(); });

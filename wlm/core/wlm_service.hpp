@@ -131,6 +131,7 @@ class wlm_service final : public plugins::plugin, public plugins::address_resolv
     std::shared_ptr<shared_store> admin_;     // management's own connection to the store
     std::unique_ptr<node_entities> node_entities_;
     std::unique_ptr<owner_entities> owner_entities_;
+    std::unique_ptr<owner_entities> queue_owner_entities_; // the same, inside wharf.queue
     std::unique_ptr<route_entities> route_entities_;
     std::unique_ptr<placement_entities> placement_entities_;
     lease_id lease_ = 0;
