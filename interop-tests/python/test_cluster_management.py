@@ -120,3 +120,32 @@ def test_the_placement_policy_is_read_and_changed_through_management(cluster):
         assert m.call("REBALANCE", type="placement", name="placement")[0] == 501
     finally:
         m.close()
+
+
+def test_create_a_queue_on_a_chosen_node_and_see_it_from_another(cluster):
+    n1, n2, n3 = cluster.nodes
+    m3, m2 = Mgmt(n3.url), Mgmt(n2.url)
+    try:
+        status, desc, body = m3.call("CREATE", type="wharf.queue", name="made-here", body={"node": "n1"})
+        assert status == 201 and body["node"] == "n1", (status, desc)
+        seen = {r["name"]: r for r in m2.query("queue", ["name", "node", "reason"])}
+        assert seen["made-here"]["node"] == "n1" and "created by management" in seen["made-here"]["reason"]
+        assert m3.call("CREATE", type="wharf.queue", name="made-here", body={"node": "n2"})[0] == 403
+        status, desc, _ = m3.call("CREATE", type="wharf.queue", name="nowhere", body={"node": "n9"})
+        assert status == 403 and "n9" in desc
+        status, _, body = m3.call("CREATE", type="queue", name="placed")  # placement decides: the rule says n2
+        assert status == 201 and body["node"] == "n2"
+    finally:
+        m3.close()
+        m2.close()
+    # A message sent through n2 lands at n1, which holds it.
+    conn = connect(n2)
+    try:
+        conn.create_sender("made-here").send(Message(body="kept at n1", durable=True))
+    finally:
+        conn.close()
+    m1 = Mgmt(n1.url)
+    try:
+        assert m1.call("READ", type="wharf.queue", name="made-here")[2]["depth"] == 1
+    finally:
+        m1.close()

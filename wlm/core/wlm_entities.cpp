@@ -94,7 +94,34 @@ result<std::vector<entity>, error> owner_entities::query() {
     return out;
 }
 
+result<entity, error> owner_entities::create(const std::string& queue, const entity& args) {
+    std::string node;
+    if (auto it = args.find("node"); it != args.end()) {
+        auto* s = std::get_if<std::string>(&it->second);
+        if (s == nullptr || s->empty())
+            return fail(error{errc::invalid_field, "'node' must be a node id (a string)"});
+        node = *s;
+    }
+    if (queue.empty() || queue[0] == '$')
+        return fail(error{errc::invalid_field, "'" + queue + "' cannot be a cluster queue's name"});
+    auto decided = place_(queue, node);
+    if (!decided) return fail(decided.error());
+    owner_record rec;
+    rec.node = decided->first;
+    rec.epoch = 1;
+    rec.reason = decided->second;
+    std::lock_guard l(s_->mu);
+    auto put = s_->store->compare_and_set(std::string(owners_prefix) + queue, 0, encode(rec));
+    if (!put) {
+        if (put.error().code == store_errc::conflict)
+            return fail(error{errc::not_allowed, "queue '" + queue + "' exists already (see READ)"});
+        return fail(error{errc::internal_error, "metadata store: " + put.error().description});
+    }
+    return owner_entity(queue, rec, true);
+}
+
 result<entity, error> owner_entities::invoke(std::string_view op, std::string_view name, const entity& args) {
+    if (op == "CREATE" && place_) return create(std::string(name), args);
     if (op != "MOVE") return fail(unknown_operation(type_name(), op, operation_names()));
     auto target = args.find("node");
     if (target == args.end() || !std::holds_alternative<std::string>(target->second))

@@ -18,9 +18,11 @@
 #include "plugins/api/plugin.hpp"
 #include "wlm/metadata/metadata_store.hpp"
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 
 namespace wharf::wlm {
 
@@ -48,18 +50,30 @@ class node_entities final : public plugins::entity_type {
 // broker's queue figures, so a queue shows its owner, epoch and reason.
 class owner_entities final : public plugins::entity_type {
   public:
-    explicit owner_entities(std::shared_ptr<shared_store> s, std::string name = "wharf.owner")
-        : s_(std::move(s)), name_(std::move(name)) {}
+    // Decides an owner for a new queue: the given node (checked), or
+    // placement's choice; (node, reason) or why not.
+    using placer = std::function<result<std::pair<std::string, std::string>, error>(const std::string& queue,
+                                                                                      const std::string& node)>;
+    explicit owner_entities(std::shared_ptr<shared_store> s, std::string name = "wharf.owner", placer place = {})
+        : s_(std::move(s)), name_(std::move(name)), place_(std::move(place)) {}
     std::string_view type_name() const override { return name_; }
     std::vector<std::string> attribute_names() const override;
-    std::vector<std::string> operation_names() const override { return {"MOVE"}; }
+    std::vector<std::string> operation_names() const override {
+        if (place_) return {"MOVE", "CREATE"};
+        return {"MOVE"};
+    }
     result<std::vector<plugins::entity>, error> query() override;
+    // MOVE {node}; CREATE [{node}]: the queue gets its owner now (on that
+    // node, or where placement puts it).
     result<plugins::entity, error> invoke(std::string_view op, std::string_view name,
                                           const plugins::entity& args) override;
 
   private:
+    result<plugins::entity, error> create(const std::string& queue, const plugins::entity& args);
+
     std::shared_ptr<shared_store> s_;
     std::string name_;
+    placer place_;
 };
 
 class route_entities final : public plugins::entity_type {

@@ -111,7 +111,8 @@ std::optional<std::string> wlm_service::start() {
     admin_->store = std::move(admin.value());
     node_entities_ = std::make_unique<node_entities>(admin_);
     owner_entities_ = std::make_unique<owner_entities>(admin_);
-    queue_owner_entities_ = std::make_unique<owner_entities>(admin_, "wharf.queue");
+    queue_owner_entities_ = std::make_unique<owner_entities>(
+        admin_, "wharf.queue", [this](const std::string& q, const std::string& n) { return decide_owner(q, n); });
     route_entities_ = std::make_unique<route_entities>(admin_);
     placement_entities_ = std::make_unique<placement_entities>(admin_, std::string(to_string(opts_.policy)));
     if (auto bad = register_node()) return bad;
@@ -336,6 +337,23 @@ void wlm_service::poll_changes() {
         }
     }
     if (lost_me && serving_) lose_lease("its membership record was removed (lease expired)");
+}
+
+result<std::pair<std::string, std::string>, error> wlm_service::decide_owner(const std::string& queue,
+                                                                             const std::string& node) {
+    std::lock_guard l(mu_);
+    if (!node.empty()) {
+        auto n = nodes_.find(node);
+        if (n == nodes_.end())
+            return fail(error{errc::not_allowed, "node '" + node + "' is not a live member of the cluster"});
+        if (drains_.count(node) || n->second.load.st != node_load::state::active)
+            return fail(error{errc::not_allowed, "node '" + node + "' is draining: it takes no queues"});
+        return std::make_pair(node, std::string("created by management on node " + node));
+    }
+    auto d = place(queue, node_.node_id, candidates_locked(), rules_locked(), policy_locked(), opts_.weights,
+                   placement_);
+    if (!d) return fail(error{errc::not_allowed, "no node can take queue '" + queue + "': " + d.error()});
+    return std::make_pair(d->node, "created by management; " + d->reason);
 }
 
 // ---- resolving -------------------------------------------------------------------

@@ -107,6 +107,8 @@ class wlm_service final : public plugins::plugin, public plugins::address_resolv
     plugins::resolution answer_locked(const std::string& queue) const;
     std::optional<plugins::resolution> node_local_answer(std::string_view address) const;
     std::vector<node_load> candidates_locked() const;
+    // Management's CREATE: who should own a new queue (see owner_entities::placer).
+    result<std::pair<std::string, std::string>, error> decide_owner(const std::string& queue, const std::string& node);
     bool draining_locked() const;
     // Management's routes (from the store) before the configured rules.
     std::vector<placement_rule> rules_locked() const;
