@@ -61,6 +61,11 @@ def test_move_and_drain_through_management(cluster):
         cluster.wait_for(lambda: cluster.owners()["managed"][0] != "n3" and cluster.owners()["managed"][1] is None,
                          what="the drain to move the queue away")
         assert m.call("UNDRAIN", type="wharf.node", name="n3")[0] == 200
+        status, _, body = m.call("UPDATE", type="node", name="n1", body={"state": "draining"})
+        assert status == 200 and body["draining"] is True
+        assert m.call("UPDATE", type="node", name="n1", body={"state": "active"})[0] == 200
+        status, desc, _ = m.call("UPDATE", type="node", name="n1", body={"state": "sleepy"})
+        assert status == 400 and "draining" in desc
     finally:
         m.close()
     # Every message travelled with the queue.

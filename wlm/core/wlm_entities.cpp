@@ -73,7 +73,14 @@ result<std::vector<entity>, error> node_entities::query() {
     return out;
 }
 
-result<entity, error> node_entities::invoke(std::string_view op, std::string_view name, const entity&) {
+result<entity, error> node_entities::invoke(std::string_view op, std::string_view name, const entity& args) {
+    if (op == "UPDATE") {
+        auto it = args.find("state");
+        auto* st = it == args.end() ? nullptr : std::get_if<std::string>(&it->second);
+        if (st == nullptr || (*st != "draining" && *st != "active"))
+            return fail(error{errc::invalid_field, "UPDATE of a wharf.node takes 'state': \"draining\" or \"active\""});
+        op = *st == "draining" ? "DRAIN" : "UNDRAIN";
+    }
     if (op != "DRAIN" && op != "UNDRAIN") return fail(unknown_operation(type_name(), op, operation_names()));
     std::lock_guard l(s_->mu);
     auto changed = refused(request_drain(*s_->store, std::string(name), op == "DRAIN"));

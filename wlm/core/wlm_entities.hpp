@@ -37,7 +37,8 @@ class node_entities final : public plugins::entity_type {
     explicit node_entities(std::shared_ptr<shared_store> s) : s_(std::move(s)) {}
     std::string_view type_name() const override { return "wharf.node"; }
     std::vector<std::string> attribute_names() const override;
-    std::vector<std::string> operation_names() const override { return {"DRAIN", "UNDRAIN"}; }
+    // UPDATE {state: "draining" | "active"} is DRAIN / UNDRAIN.
+    std::vector<std::string> operation_names() const override { return {"DRAIN", "UNDRAIN", "UPDATE"}; }
     result<std::vector<plugins::entity>, error> query() override;
     result<plugins::entity, error> invoke(std::string_view op, std::string_view name,
                                           const plugins::entity& args) override;
