@@ -135,10 +135,20 @@ result<entity, error> owner_entities::invoke(std::string_view op, std::string_vi
         return fail(error{errc::invalid_field, "MOVE needs the argument 'node' (a string: the node to move '" +
                                                    std::string(name) + "' to)"});
     std::lock_guard l(s_->mu);
-    auto moved = request_move(*s_->store, std::string(name), std::get<std::string>(target->second));
+    const std::string& to = std::get<std::string>(target->second);
+    auto moved = request_move(*s_->store, std::string(name), to);
     if (!moved) {
         if (moved.error().find("has no owner") != std::string::npos)
             return fail(not_found(type_name(), name));
+        if (moved.error().find("is already on node " + to) != std::string::npos) {
+            // Already there: nothing to do (so a script may ask again).
+            auto view = read_cluster(*s_->store);
+            if (view && view->owners.count(std::string(name))) {
+                entity e = owner_entity(std::string(name), view->owners.at(std::string(name)), true);
+                e["changed"] = false;
+                return e;
+            }
+        }
         return fail(error{errc::not_allowed, moved.error()});
     }
     return owner_entity(std::string(name), *moved, true);
