@@ -78,15 +78,21 @@ two_node_cluster::two_node_cluster(cluster_options o) {
 
     // n2 first: n1 then finds it a member when it starts.
     for (int node : {2, 1}) {
-        const uint16_t port = free_port();
-        ports_[node - 1] = port;
-        const std::string here = "127.0.0.1:" + std::to_string(port);
-        wharfd_options w;
-        w.node_id = "n" + std::to_string(node);
-        w.config_toml = config;
-        if (node == 2 && o.n2_unreachable) w.args = {"--advertise", here}; // nothing listens there
-        else w.args = {"--listen", here, "--advertise", here};
-        nodes_[node - 1] = std::make_unique<wharfd_process>(w);
+        // A free port may be taken by another test's process before ours
+        // binds it: then the start fails and another port is tried.
+        for (int attempt = 0; attempt < 5; ++attempt) {
+            const uint16_t port = free_port();
+            ports_[node - 1] = port;
+            const std::string here = "127.0.0.1:" + std::to_string(port);
+            wharfd_options w;
+            w.node_id = "n" + std::to_string(node);
+            w.config_toml = config;
+            if (node == 2 && o.n2_unreachable) w.args = {"--advertise", here}; // nothing listens there
+            else w.args = {"--listen", here, "--advertise", here};
+            if (nodes_[node - 1]) nodes_[node - 1]->expect_any_exit(); // the failed attempt
+            nodes_[node - 1] = std::make_unique<wharfd_process>(w);
+            if (nodes_[node - 1]->listening()) break;
+        }
         if (!nodes_[node - 1]->listening()) {
             ADD_FAILURE() << "n" << node << " did not start: " << nodes_[node - 1]->stderr_text();
             return;

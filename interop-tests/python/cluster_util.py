@@ -37,8 +37,15 @@ class Cluster:
         return text
 
     def _start(self, node_id, data_dir=None):
-        return Wharfd(config_text=self._config(), node_id=node_id, data_dir=data_dir,
-                      listen="127.0.0.1:%d" % free_port())
+        # A free port may be taken by another process before the node binds
+        # it: the start then fails, and another port is tried.
+        for attempt in range(5):
+            try:
+                return Wharfd(config_text=self._config(), node_id=node_id, data_dir=data_dir,
+                              listen="127.0.0.1:%d" % free_port())
+            except RuntimeError as e:
+                if "cannot listen" not in str(e) or attempt == 4:
+                    raise
 
     @property
     def by_port(self):

@@ -54,9 +54,16 @@ wharfd_process& component_test::start_relay_pair(wharfd_options opts) {
         wharfd_options w = opts;
         w.node_id = id;
         w.config_toml = config;
-        const std::string here = "127.0.0.1:" + std::to_string(free_port());
-        w.args.insert(w.args.end(), {"--listen", here, "--advertise", here});
-        auto p = std::make_unique<wharfd_process>(std::move(w));
+        // A free port may be taken by another test's process before ours
+        // binds it: then the start fails and another port is tried.
+        std::unique_ptr<wharfd_process> p;
+        for (int attempt = 0; attempt < 5 && !(p && p->listening()); ++attempt) {
+            wharfd_options one = w;
+            const std::string here = "127.0.0.1:" + std::to_string(free_port());
+            one.args.insert(one.args.end(), {"--listen", here, "--advertise", here});
+            if (p) p->expect_any_exit(); // the failed attempt
+            p = std::make_unique<wharfd_process>(std::move(one));
+        }
         EXPECT_TRUE(p->listening()) << id << ": " << p->stderr_text();
         (id == "owner" ? owner_ : broker_) = std::move(p);
     }

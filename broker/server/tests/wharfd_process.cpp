@@ -1,5 +1,7 @@
 #include "broker/server/tests/wharfd_process.hpp"
 
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include <cerrno>
@@ -45,9 +47,15 @@ wharfd_process::wharfd_process(wharfd_options opts) : opts_(std::move(opts)) {
     dir_ = make_temp_dir();
     if (dir_.empty()) return;
 
-    std::vector<std::string> args{WHARFD_PATH,       "--listen",    "127.0.0.1:0",
-                                  "--node-id",       opts_.node_id, "--data-dir",
-                                  dir_ + "/data",    "--log-level", opts_.log_level};
+    std::vector<std::string> args{WHARFD_PATH, "--node-id", opts_.node_id, "--data-dir", dir_ + "/data",
+                                  "--log-level", opts_.log_level};
+    // A test that names its listener gets only that one, so that a port
+    // another process took meanwhile shows as a failed start (no second
+    // listener on port 0 says "listening" instead).
+    if (std::find(opts_.args.begin(), opts_.args.end(), "--listen") == opts_.args.end()) {
+        args.push_back("--listen");
+        args.push_back("127.0.0.1:0");
+    }
     if (!opts_.config_toml.empty()) {
         const std::string path = dir_ + "/wharfd.toml";
         std::ofstream(path) << opts_.config_toml;
