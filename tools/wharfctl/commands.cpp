@@ -152,8 +152,8 @@ void ctl_commands::status() {
         node_rows.push_back({cell(n, "name"), address, cell(n, "state"), cell(n, "queues"), cell(n, "messages"),
                              cell(n, "connections")});
     }
-    // wharf.node lists live members only: a node that is down shows through
-    // the queues it owns.
+    // A down node also shows through the queues it owns (nodes that answer
+    // from before wharf.node listed down members do not list it).
     std::set<std::string> listed;
     for (const auto& r : node_rows) listed.insert(r[0]);
     for (const auto& o : query_rows(owners.body)) {

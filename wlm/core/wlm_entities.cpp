@@ -4,6 +4,7 @@
 #include "wlm/placement/placement_policy.hpp"
 
 #include <optional>
+#include <set>
 
 namespace wharf::wlm {
 
@@ -68,8 +69,13 @@ result<std::vector<entity>, error> node_entities::query() {
     if (!v) return fail(error{errc::internal_error, v.error()});
     std::vector<entity> out;
     for (const auto& [id, n] : v->nodes) out.push_back(node_entity(id, &n, v->drains.count(id) != 0));
+    // Nodes known but not live: asked to drain, or owning queues (down).
+    std::set<std::string> down;
     for (const auto& id : v->drains)
-        if (!v->nodes.count(id)) out.push_back(node_entity(id, nullptr, true));
+        if (!v->nodes.count(id)) down.insert(id);
+    for (const auto& [q, o] : v->owners)
+        if (!v->nodes.count(o.node)) down.insert(o.node);
+    for (const auto& id : down) out.push_back(node_entity(id, nullptr, v->drains.count(id) != 0));
     return out;
 }
 

@@ -98,5 +98,19 @@ TEST_F(wlm_entities_test, drain_shows_in_the_node_entities) {
     EXPECT_EQ(text(nodes.query()->at(1), "state"), "active");
 }
 
+TEST_F(wlm_entities_test, a_node_that_owns_queues_but_is_not_live_shows_as_down) {
+    owner_record o;
+    o.node = "n7"; // no membership record
+    o.epoch = 3;
+    ASSERT_TRUE(shared_->store->compare_and_set(std::string(owners_prefix) + "stranded", 0, encode(o)));
+    node_entities nodes(shared_);
+    auto all = nodes.query();
+    ASSERT_TRUE(all);
+    ASSERT_EQ(all->size(), 3u);
+    EXPECT_EQ(text(all->back(), "name"), "n7");
+    EXPECT_EQ(text(all->back(), "state"), "down");
+    EXPECT_FALSE(std::get<bool>(all->back().at("draining")));
+}
+
 } // namespace
 } // namespace wharf::wlm
