@@ -59,20 +59,27 @@ TEST_F(consumers, competing_consumers_share_messages_evenly) {
     start_broker();
     auto ca = connect();
     auto cb = connect();
+    // Credit of 50 each, granted once: however the threads are scheduled,
+    // neither can take more than half, and round robin gives each its half.
     proton::receiver_options auto_accept;
-    auto_accept.credit_window(10).auto_accept(true);
+    auto_accept.credit_window(0).auto_accept(true);
     test_receiver a = ca->open_receiver("shared", auto_accept);
     test_receiver b = cb->open_receiver("shared", auto_accept);
     ASSERT_TRUE(a.wait_open()) << a.wait_error();
     ASSERT_TRUE(b.wait_open()) << b.wait_error();
+    a.add_credit(50);
+    b.add_credit(50);
+    // Both consumers' credit reached the broker before any message does.
+    sync_with_broker(*ca);
+    sync_with_broker(*cb);
     auto p = connect();
     send_texts(*p, "shared", 100);
     ASSERT_TRUE(eventually([&] { return a.message_count() + b.message_count() >= 100; }))
         << "a got " << a.message_count() << ", b got " << b.message_count();
     auto got_a = bodies(a.messages());
     auto got_b = bodies(b.messages());
-    EXPECT_GE(got_a.size(), 30u) << "a got " << got_a.size() << ", b got " << got_b.size();
-    EXPECT_GE(got_b.size(), 30u) << "a got " << got_a.size() << ", b got " << got_b.size();
+    EXPECT_EQ(got_a.size(), 50u) << "a got " << got_a.size() << ", b got " << got_b.size();
+    EXPECT_EQ(got_b.size(), 50u) << "a got " << got_a.size() << ", b got " << got_b.size();
     EXPECT_EQ(got_a.size() + got_b.size(), 100u);
     // Each consumer sees its share in queue order; together exactly once each.
     std::vector<std::string> all = got_a;
