@@ -1,6 +1,7 @@
 #include "broker/plugin_host.hpp"
 
 #include "broker/amqp/message_codec.hpp"
+#include "broker/management/broker_entities.hpp"
 #include "plugins/loader/plugin_loader.hpp"
 
 #include <spdlog/spdlog.h>
@@ -165,5 +166,13 @@ bool plugin_host::delete_queue_if_idle(const std::string& queue) {
         queue, std::make_shared<std::function<void(bool)>>([gone](bool g) { gone->set_value(g); })});
     return fut.get();
 }
+
+bool plugin_host::configure_queue(const std::string& queue, const plugins::queue_settings& settings) {
+    if (engine_ == nullptr) return false;
+    return engine_->configure(queue, [&](config::queue_policy& p) { management::apply_settings(settings, p); })
+        .has_value();
+}
+
+bool plugin_host::remove_queue(const std::string& queue) { return engine_ != nullptr && engine_->remove(queue); }
 
 } // namespace wharf

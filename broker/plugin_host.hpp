@@ -50,6 +50,8 @@ class plugin_host final : public plugins::node_context {
     std::unique_ptr<plugins::queue_tap> tap(
         const std::string& queue, std::function<void(std::vector<plugins::tapped_message>)> on_messages) override;
     bool delete_queue_if_idle(const std::string& queue) override;
+    bool configure_queue(const std::string& queue, const plugins::queue_settings& settings) override;
+    bool remove_queue(const std::string& queue) override;
     plugins::timer_id run_every(std::chrono::milliseconds period, std::function<void()> fn) override {
         return timers_.add(period, std::move(fn));
     }

@@ -79,6 +79,8 @@ class queue {
 
     const std::string& name() const { return name_; }
     const config::queue_policy& policy() const { return policy_; }
+    // Management changed a limit or the dead-letter queue; durable stays.
+    void set_policy(config::queue_policy p) { policy_ = std::move(p); }
     bool dynamic() const { return dynamic_; }
     uint64_t depth() const { return depth_; }
     uint64_t depth_bytes() const { return depth_bytes_; }

@@ -128,7 +128,7 @@ std::vector<queue_stats> queue_engine::stats() {
         for (const auto& [name, q] : queues_) {
             auto l = client_links.find(q.get());
             out.push_back({name, q->depth(), q->depth_bytes(), q->consumer_count(), q->dynamic(),
-                           q->counters(), l == client_links.end() ? 0 : l->second});
+                           q->counters(), l == client_links.end() ? 0 : l->second, q->policy()});
         }
         done->set_value(std::move(out));
     })});
@@ -165,6 +165,36 @@ bool queue_engine::remove(const std::string& name) {
         doomed_.erase(std::remove(doomed_.begin(), doomed_.end(), q), doomed_.end());
         delete_queue(q);
         done->set_value(true);
+    })});
+    return fut.get();
+}
+
+bool queue_engine::create(const std::string& name) {
+    auto done = std::make_shared<std::promise<bool>>();
+    auto fut = done->get_future();
+    post(cmd_run{std::make_shared<std::function<void()>>([this, done, name] {
+        if (queues_.count(name)) return done->set_value(false);
+        create_queue(name, false);
+        done->set_value(true);
+    })});
+    return fut.get();
+}
+
+std::optional<config::queue_policy> queue_engine::configure(
+    const std::string& name, const std::function<void(config::queue_policy&)>& change) {
+    auto done = std::make_shared<std::promise<std::optional<config::queue_policy>>>();
+    auto fut = done->get_future();
+    post(cmd_run{std::make_shared<std::function<void()>>([this, done, name, &change] {
+        auto it = queues_.find(name);
+        if (it == queues_.end()) return done->set_value(std::nullopt);
+        queue& q = *it->second;
+        config::queue_policy p = q.policy();
+        const bool durable = p.durable;
+        change(p);
+        p.durable = durable; // stored messages were written under it
+        q.set_policy(p);
+        touch(&q); // the run's end lets producers waiting for room go on
+        done->set_value(p);
     })});
     return fut.get();
 }

@@ -43,6 +43,7 @@ struct queue_stats {
     bool dynamic = false;
     queue_counters counters;
     uint64_t client_links = 0;   // consumers and producers of connections (no internal taps)
+    config::queue_policy policy;
 };
 
 class queue_engine final : private dispatch_sink {
@@ -67,6 +68,13 @@ class queue_engine final : private dispatch_sink {
     // (stored ones too) and detaches its links; false without such a queue.
     std::optional<uint64_t> purge(const std::string& queue);
     bool remove(const std::string& queue);
+    // create: makes `queue` with the default policy; false if it exists.
+    // configure: applies `change` to the queue's policy (producers blocked
+    // by a limit that was raised go on); the new policy, or nullopt without
+    // such a queue.
+    bool create(const std::string& queue);
+    std::optional<config::queue_policy> configure(const std::string& queue,
+                                                  const std::function<void(config::queue_policy&)>& change);
 
     // Before serving: puts messages recovered from the store back into their
     // queue (created with its declared or default policy), in seq order.

@@ -2,45 +2,90 @@
 
 namespace wharf::management {
 
+namespace {
+plugins::attribute_value n(uint64_t v) { return plugins::attribute_value{static_cast<int64_t>(v)}; }
+
+error no_queue(const std::string& queue) {
+    return {errc::not_found, "no wharf.queue named '" + queue + "' on this node"};
+}
+
+void put_policy(plugins::entity& e, const config::queue_policy& p) {
+    e["durable"] = p.durable;
+    e["maxDepth"] = n(p.max_depth_messages);
+    e["maxDepthBytes"] = n(p.max_depth_bytes);
+    e["maxDeliveryCount"] = n(p.max_delivery_count);
+    e["overflow"] = std::string(p.overflow == config::overflow_policy::block ? "block" : "reject");
+    e["deadLetterAddress"] = p.dead_letter_queue;
+}
+} // namespace
+
+void apply_settings(const plugins::queue_settings& s, config::queue_policy& p) {
+    if (s.max_depth) p.max_depth_messages = *s.max_depth;
+    if (s.max_depth_bytes) p.max_depth_bytes = *s.max_depth_bytes;
+    if (s.max_delivery_count) p.max_delivery_count = static_cast<uint32_t>(std::min<uint64_t>(*s.max_delivery_count, UINT32_MAX));
+    if (s.overflow) p.overflow = *s.overflow == "reject" ? config::overflow_policy::reject : config::overflow_policy::block;
+    if (s.dead_letter_address) p.dead_letter_queue = *s.dead_letter_address;
+}
+
 std::vector<std::string> queue_entities::attribute_names() const {
-    return {"name", "depth", "bytes", "consumers", "links", "enqueued", "delivered", "acknowledged",
-            "expired", "deadLettered", "rejectedFull", "temporary"};
+    std::vector<std::string> out = {"name", "depth", "bytes", "consumers", "links", "enqueued", "delivered",
+                                    "acknowledged", "expired", "deadLettered", "rejectedFull", "temporary", "durable"};
+    for (auto s : plugins::queue_setting_names) out.emplace_back(s);
+    return out;
 }
 
 result<std::vector<plugins::entity>, error> queue_entities::query() {
     std::vector<plugins::entity> out;
-    auto n = [](uint64_t v) { return plugins::attribute_value{static_cast<int64_t>(v)}; };
     for (const auto& q : engine_.stats()) {
-        out.push_back({{"name", q.name},
-                       {"depth", n(q.depth)},
-                       {"bytes", n(q.depth_bytes)},
-                       {"consumers", n(q.consumers)},
-                       {"links", n(q.client_links)},
-                       {"enqueued", n(q.counters.enqueued)},
-                       {"delivered", n(q.counters.delivered)},
-                       {"acknowledged", n(q.counters.acknowledged)},
-                       {"expired", n(q.counters.expired)},
-                       {"deadLettered", n(q.counters.dead_lettered)},
-                       {"rejectedFull", n(q.counters.rejected_full)},
-                       {"temporary", q.dynamic}});
+        plugins::entity e{{"name", q.name},
+                          {"depth", n(q.depth)},
+                          {"bytes", n(q.depth_bytes)},
+                          {"consumers", n(q.consumers)},
+                          {"links", n(q.client_links)},
+                          {"enqueued", n(q.counters.enqueued)},
+                          {"delivered", n(q.counters.delivered)},
+                          {"acknowledged", n(q.counters.acknowledged)},
+                          {"expired", n(q.counters.expired)},
+                          {"deadLettered", n(q.counters.dead_lettered)},
+                          {"rejectedFull", n(q.counters.rejected_full)},
+                          {"temporary", q.dynamic}};
+        put_policy(e, q.policy);
+        out.push_back(std::move(e));
     }
     return out;
 }
 
 result<plugins::entity, error> queue_entities::invoke(std::string_view op, std::string_view name,
-                                                      const plugins::entity&) {
+                                                      const plugins::entity& args) {
     const std::string queue(name);
     if (op == "PURGE") {
-        auto n = engine_.purge(queue);
-        if (!n) return fail(error{errc::not_found, "no wharf.queue named '" + queue + "' on this node"});
-        return plugins::entity{{"name", queue}, {"purged", static_cast<int64_t>(*n)}};
+        auto gone = engine_.purge(queue);
+        if (!gone) return fail(no_queue(queue));
+        return plugins::entity{{"name", queue}, {"purged", n(*gone)}};
     }
     if (op == "DELETE") {
-        if (!engine_.remove(queue))
-            return fail(error{errc::not_found, "no wharf.queue named '" + queue + "' on this node"});
+        if (!engine_.remove(queue)) return fail(no_queue(queue));
         return plugins::entity{{"name", queue}};
     }
-    return fail(error{errc::not_implemented, "operation '" + std::string(op) + "' on wharf.queue"});
+    if (op != "CREATE" && op != "UPDATE")
+        return fail(error{errc::not_implemented, "operation '" + std::string(op) + "' on wharf.queue"});
+    auto settings = plugins::settings_from_args(args);
+    if (!settings) return fail(settings.error());
+    if (op == "CREATE") {
+        if (queue.empty() || queue[0] == '$')
+            return fail(error{errc::invalid_field, "'" + queue + "' cannot be a queue's name (empty or starting with '$')"});
+        if (!engine_.create(queue))
+            return fail(error{errc::not_allowed, "queue '" + queue + "' exists already (see READ; UPDATE changes it)"});
+    } else if (settings->empty()) {
+        std::string names;
+        for (auto s : plugins::queue_setting_names) names += (names.empty() ? "" : ", ") + std::string(s);
+        return fail(error{errc::invalid_field, "UPDATE of a wharf.queue changes one of: " + names});
+    }
+    auto policy = engine_.configure(queue, [&](config::queue_policy& p) { apply_settings(*settings, p); });
+    if (!policy) return fail(no_queue(queue));
+    plugins::entity e{{"name", queue}};
+    put_policy(e, *policy);
+    return e;
 }
 
 } // namespace wharf::management

@@ -25,31 +25,41 @@ std::string name_of(const plugins::entity& e) {
 }
 } // namespace
 
+bool node_scoped(const request& r) {
+    auto it = r.args.find("wharf:scope");
+    if (it == r.args.end()) return false;
+    auto* s = std::get_if<std::string>(&it->second);
+    return s != nullptr && *s == "node";
+}
+
 // One type name, several providers: attributes and operations are the
-// union; entities with the same name are one (earlier providers first).
-class management_service::merged_type final : public plugins::entity_type {
+// union; entities with the same name are one (earlier providers first); an
+// operation goes to the last provider that declares and handles it.
+// Requests scoped to the node leave out the providers that ask peers.
+class management_service::merged_type {
   public:
     explicit merged_type(plugins::entity_type& first) : parts_{&first} {}
     void add(plugins::entity_type& t) { parts_.push_back(&t); }
-    std::string_view type_name() const override { return parts_.front()->type_name(); }
-    std::vector<std::string> attribute_names() const override {
+    std::string_view type_name() const { return parts_.front()->type_name(); }
+    std::vector<std::string> attribute_names() const {
         std::vector<std::string> out;
         for (auto* p : parts_)
             for (auto& a : p->attribute_names())
                 if (std::find(out.begin(), out.end(), a) == out.end()) out.push_back(a);
         return out;
     }
-    std::vector<std::string> operation_names() const override {
+    std::vector<std::string> operation_names() const {
         std::vector<std::string> out;
         for (auto* p : parts_)
             for (auto& o : p->operation_names())
                 if (std::find(out.begin(), out.end(), o) == out.end()) out.push_back(o);
         return out;
     }
-    result<std::vector<plugins::entity>, error> query() override {
+    result<std::vector<plugins::entity>, error> query(bool node_only) {
         std::vector<plugins::entity> out;
         std::map<std::string, size_t> at; // name -> index in out
         for (auto* p : parts_) {
+            if (node_only && p->asks_peers()) continue;
             auto rows = p->query();
             if (!rows) return fail(rows.error());
             for (auto& e : *rows) {
@@ -61,13 +71,17 @@ class management_service::merged_type final : public plugins::entity_type {
         }
         return out;
     }
-    result<plugins::entity, error> invoke(std::string_view op, std::string_view name,
-                                          const plugins::entity& args) override {
-        for (auto* p : parts_) {
+    result<plugins::entity, error> invoke(std::string_view op, std::string_view name, const plugins::entity& args,
+                                          bool node_only) {
+        for (auto it = parts_.rbegin(); it != parts_.rend(); ++it) {
+            plugins::entity_type* p = *it;
+            if (node_only && p->asks_peers()) continue;
             const auto ops = p->operation_names();
-            if (std::find(ops.begin(), ops.end(), op) != ops.end()) return p->invoke(op, name, args);
+            if (std::find(ops.begin(), ops.end(), op) != ops.end() && p->handles(op, name))
+                return p->invoke(op, name, args);
         }
-        return fail(error{errc::not_implemented, "operation '" + std::string(op) + "'"});
+        return fail(error{errc::not_implemented, "operation '" + std::string(op) + "' on " +
+                                                     std::string(type_name()) + " '" + std::string(name) + "'"});
     }
 
   private:
@@ -86,11 +100,11 @@ void management_service::add_type(plugins::entity_type& t) {
         }
     }
     merged_.push_back(std::make_unique<merged_type>(t));
-    types_.push_back(merged_.back().get());
 }
 
 void management_service::start() {
-    worker_ = std::thread([this] { run(); });
+    worker_ = std::thread([this] { run(false); });
+    node_worker_ = std::thread([this] { run(true); });
 }
 
 void management_service::stop() {
@@ -100,24 +114,26 @@ void management_service::stop() {
     }
     cv_.notify_all();
     if (worker_.joinable()) worker_.join();
+    if (node_worker_.joinable()) node_worker_.join();
 }
 
 void management_service::submit(request&& r) {
     {
         std::lock_guard l(mu_);
         if (stop_) return;
-        queue_.push_back(std::move(r));
+        (node_scoped(r) ? node_queue_ : queue_).push_back(std::move(r));
     }
-    cv_.notify_one();
+    cv_.notify_all();
 }
 
-void management_service::run() {
+void management_service::run(bool node_scope) {
+    std::deque<request>& mine = node_scope ? node_queue_ : queue_;
     std::unique_lock l(mu_);
     for (;;) {
-        cv_.wait(l, [this] { return stop_ || !queue_.empty(); });
+        cv_.wait(l, [&] { return stop_ || !mine.empty(); });
         if (stop_) return;
-        request r = std::move(queue_.front());
-        queue_.pop_front();
+        request r = std::move(mine.front());
+        mine.pop_front();
         l.unlock();
         reply rep = handle(r);
         if (rep.status >= 400)
@@ -127,8 +143,9 @@ void management_service::run() {
     }
 }
 
-plugins::entity_type* management_service::find_type(const std::string& name) const {
-    for (auto* t : types_) {
+management_service::merged_type* management_service::find_type(const std::string& name) const {
+    for (const auto& m : merged_) {
+        merged_type* t = m.get();
         const std::string_view full = t->type_name();
         if (full == name) return t;
         // Short names: "queue" for "wharf.queue".
@@ -147,7 +164,7 @@ reply management_service::handle(const request& r) {
     if (r.offset < 0) return status_reply(400, "'offset' must not be negative");
     if (r.count && *r.count < 0) return status_reply(400, "'count' must not be negative");
     if (r.type.empty() || r.type == node_type) return node_operation(r);
-    plugins::entity_type* t = find_type(r.type);
+    merged_type* t = find_type(r.type);
     if (t == nullptr) return status_reply(404, "unknown entity type '" + r.type + "'");
     if (r.operation == "QUERY") return query(*t, r);
     if (r.operation == "READ") return read(*t, r);
@@ -157,7 +174,7 @@ reply management_service::handle(const request& r) {
                                      " (supported: READ, QUERY" + (ops.empty() ? "" : ", " + join(ops)) + ")");
     if (r.name.empty())
         return status_reply(400, r.operation + " needs the application property 'name' (or 'identity')");
-    auto out = t->invoke(r.operation, r.name, r.args);
+    auto out = t->invoke(r.operation, r.name, r.args, node_scoped(r));
     if (!out) return error_reply(out.error());
     reply rep = status_reply(r.operation == "CREATE" ? 201 : r.operation == "DELETE" ? 204 : 200,
                              r.operation == "CREATE" ? "Created" : r.operation == "DELETE" ? "No Content" : "OK");
@@ -171,18 +188,18 @@ reply management_service::node_operation(const request& r) {
         const std::string& wanted = !r.entity_type.empty() ? r.entity_type : r.type;
         if (wanted.empty() || wanted == node_type)
             return status_reply(400, "QUERY needs the application property 'entityType' (a type; see GET-TYPES)");
-        plugins::entity_type* t = find_type(wanted);
+        merged_type* t = find_type(wanted);
         if (t == nullptr) return status_reply(404, "unknown entity type '" + wanted + "'");
         return query(*t, r);
     }
     // Optionally narrowed to one type with entityType.
-    std::vector<plugins::entity_type*> which;
+    std::vector<merged_type*> which;
     if (!r.entity_type.empty()) {
-        plugins::entity_type* t = find_type(r.entity_type);
+        merged_type* t = find_type(r.entity_type);
         if (t == nullptr) return status_reply(404, "unknown entity type '" + r.entity_type + "'");
         which.push_back(t);
     } else {
-        which = types_;
+        for (const auto& m : merged_) which.push_back(m.get());
     }
     reply rep;
     if (op == "GET-TYPES" || op == "GET-ATTRIBUTES" || op == "GET-OPERATIONS") {
@@ -209,8 +226,8 @@ reply management_service::node_operation(const request& r) {
                                  "; entity operations need 'type')");
 }
 
-reply management_service::query(plugins::entity_type& t, const request& r) {
-    auto all = t.query();
+reply management_service::query(merged_type& t, const request& r) {
+    auto all = t.query(node_scoped(r));
     if (!all) return error_reply(all.error());
     std::vector<plugins::entity> rows = std::move(*all);
     std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return name_of(a) < name_of(b); });
@@ -237,9 +254,9 @@ reply management_service::query(plugins::entity_type& t, const request& r) {
     return rep;
 }
 
-reply management_service::read(plugins::entity_type& t, const request& r) {
+reply management_service::read(merged_type& t, const request& r) {
     if (r.name.empty()) return status_reply(400, "READ needs the application property 'name' (or 'identity')");
-    auto all = t.query();
+    auto all = t.query(node_scoped(r));
     if (!all) return error_reply(all.error());
     for (auto& e : *all) {
         if (name_of(e) != r.name) continue;

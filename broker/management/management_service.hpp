@@ -1,15 +1,19 @@
 #pragma once
 // management_service: the node's `$management` node (OASIS AMQP Management,
-// working draft 11). Requests come from any client connection; a worker
-// thread answers them one at a time (management may wait for the queue
-// engine or the metadata store; the message path never waits for it), and
-// the answer goes to the request's reply-to through `publish`.
+// working draft 11). Requests come from any client connection; worker
+// threads answer them one at a time (management may wait for the queue
+// engine, the metadata store or other nodes; the message path never waits
+// for it), and the answer goes to the request's reply-to through `publish`.
+// Requests other nodes send (application property `wharf:scope` = "node")
+// have a worker of their own and never reach types that ask other nodes:
+// two nodes asking each other at once cannot wait on each other.
 //
 // Node-level operations (type org.amqp.management, name self): GET-TYPES,
 // GET-ATTRIBUTES, GET-OPERATIONS, GET-MGMT-NODES, QUERY. Entity types come
 // from the broker and from plugins (plugins::entity_type); "wharf.queue" is
 // also found as "queue". READ and QUERY are answered from a type's query();
-// every other operation the type declares goes to its invoke().
+// every other operation the type declares goes to its invoke() (with
+// several providers of one type, the last that handles() it).
 //
 // Threads: add_type before start(); submit() from any thread.
 
@@ -48,22 +52,21 @@ class management_service {
     static constexpr std::string_view node_type = "org.amqp.management";
 
   private:
-    plugins::entity_type* find_type(const std::string& name) const;
-    reply node_operation(const request& r);
-    reply query(plugins::entity_type& t, const request& r);
-    reply read(plugins::entity_type& t, const request& r);
-    void run();
-
     class merged_type;
+
+    merged_type* find_type(const std::string& name) const;
+    reply node_operation(const request& r);
+    reply query(merged_type& t, const request& r);
+    reply read(merged_type& t, const request& r);
+    void run(bool node_scope);
 
     publish_fn publish_;
     std::vector<std::unique_ptr<merged_type>> merged_;
-    std::vector<plugins::entity_type*> types_;   // one per type name
     std::mutex mu_;
     std::condition_variable cv_;
-    std::deque<request> queue_;
+    std::deque<request> queue_, node_queue_; // node_queue_: wharf:scope = node
     bool stop_ = false;
-    std::thread worker_;
+    std::thread worker_, node_worker_;
 };
 
 } // namespace wharf::management

@@ -2,7 +2,7 @@
 tools send (qdmanage's QUERY), every node operation, and a hundred and more
 malformed requests, each answered with the right status and a reason."""
 import pytest
-from proton import Message, ulong, uint
+from proton import Delivery, Message, ulong, uint
 from proton.utils import SendException
 
 from mgmt_client import Mgmt
@@ -102,7 +102,12 @@ def malformed_requests():
         ({"operation": "READ", "type": "wharf.queue"}, None, 400, "name"),
         ({"operation": "READ", "type": "wharf.queue", "name": "absent"}, None, 404, "absent"),
         ({"operation": "DELETE", "type": "wharf.queue", "name": "x"}, None, 404, "'x'"),
-        ({"operation": "UPDATE", "type": "wharf.queue", "name": "x"}, None, 501, "UPDATE"),
+        ({"operation": "UPDATE", "type": "wharf.queue", "name": "x"}, None, 400, "changes one of"),
+        ({"operation": "UPDATE", "type": "wharf.queue", "name": "x"}, {"maxDepth": 3}, 404, "'x'"),
+        ({"operation": "UPDATE", "type": "wharf.queue", "name": "x"}, {"maxDepth": "3"}, 400, "maxDepth"),
+        ({"operation": "CREATE", "type": "wharf.queue", "name": "$bad"}, None, 400, "$bad"),
+        ({"operation": "CREATE", "type": "wharf.queue", "name": "y"}, {"overflow": 1}, 400, "overflow"),
+        ({"operation": "FROB", "type": "wharf.queue", "name": "x"}, None, 501, "FROB"),
         ({"operation": "READ", "type": "wharf.unknown", "name": "x"}, None, 404, "wharf.unknown"),
         ({"operation": "GET-ATTRIBUTES", "entityType": "wharf.nope"}, None, 404, "wharf.nope"),
         ({"operation": "READ", "type": 12, "name": "x"}, None, 400, "operation"),
@@ -191,3 +196,23 @@ def test_purge_and_delete_remove_stored_messages_for_good(make_wharfd):
     assert depths.get("kept") == 3
     assert depths.get("purged", 0) == 0
     assert "deleted" not in depths
+
+
+def test_create_and_update_a_queue_on_a_single_node(wharfd, mgmt):
+    status, desc, body = mgmt.call("CREATE", type="wharf.queue", name="made",
+                                   body={"maxDepth": 2, "overflow": "reject"})
+    assert status == 201, desc
+    assert body["maxDepth"] == 2 and body["overflow"] == "reject" and body["durable"] is True
+    status, desc, _ = mgmt.call("CREATE", type="wharf.queue", name="made")
+    assert status == 403 and "exists" in desc
+    status, _, body = mgmt.call("READ", type="wharf.queue", name="made")
+    assert status == 200 and body["depth"] == 0 and body["maxDepth"] == 2
+    fill(wharfd, "made", 2)
+    with pytest.raises(SendException) as err:
+        fill(wharfd, "made", 1)  # full: the reject policy refuses the third
+    assert err.value.state == Delivery.REJECTED
+    status, desc, body = mgmt.call("UPDATE", type="wharf.queue", name="made",
+                                   body={"maxDepth": 3, "deadLetterAddress": ""})
+    assert status == 200 and body["maxDepth"] == 3 and body["deadLetterAddress"] == "", desc
+    fill(wharfd, "made", 1)  # room for one more now
+    assert mgmt.call("READ", type="wharf.queue", name="made")[2]["depth"] == 3

@@ -134,6 +134,8 @@ class queue_tap {
 
 using timer_id = uint64_t;
 
+struct queue_settings; // plugins/api/queue_settings.hpp
+
 // AMQP management (the broker's $management node serves these): one entity
 // is a map of attribute name to value.
 using attribute_value = std::variant<std::monostate, bool, int64_t, std::string>;
@@ -141,8 +143,14 @@ using entity = std::map<std::string, attribute_value>;
 
 // A kind of entity a plugin manages, e.g. "wharf.owner": the broker
 // answers QUERY and READ from query(), and hands every other operation the
-// type declares to invoke(). Methods may block (management runs on a
-// thread of its own) and are called one at a time per type.
+// type declares to invoke(). Several types may share one name (the broker's
+// wharf.queue and a plugin's): QUERY merges their entities by name, and an
+// operation goes to the last registered type that declares it and
+// handles() it. Methods may block: management runs on threads of its own,
+// one for requests that other nodes send (application property
+// `wharf:scope` = "node"; types that asks_peers() are left out of those, so
+// nodes asking each other never wait in a circle) and one for the rest. So
+// a type's methods may run on two threads at once.
 class entity_type {
   public:
     virtual ~entity_type() = default;
@@ -156,6 +164,15 @@ class entity_type {
     // properties and body map. The result is the response body.
     virtual result<entity, error> invoke(std::string_view operation, std::string_view name,
                                          const entity& args) = 0;
+    // Whether this type takes `operation` on `name` (one it declares), or
+    // leaves it to a type registered earlier under the same name.
+    virtual bool handles(std::string_view operation, std::string_view name) {
+        (void)operation;
+        (void)name;
+        return true;
+    }
+    // True if query() or invoke() ask other nodes.
+    virtual bool asks_peers() const { return false; }
 };
 
 // What the broker offers a plugin.
@@ -182,6 +199,12 @@ class node_context {
     // Removes `queue` if it holds no message and no link; true if it is gone
     // (or never was). Waits for the queue engine.
     virtual bool delete_queue_if_idle(const std::string& queue) = 0;
+    // Applies management's settings to `queue` (on top of its policy);
+    // false if this node has no such queue. Waits for the queue engine.
+    virtual bool configure_queue(const std::string& queue, const queue_settings& settings) = 0;
+    // Deletes `queue`, its messages (stored ones too) and its links; false
+    // if this node has no such queue. Waits for the queue engine.
+    virtual bool remove_queue(const std::string& queue) = 0;
 
     // Before start() returns: offer an entity type to AMQP management.
     virtual void add_entity_type(entity_type& t) = 0;

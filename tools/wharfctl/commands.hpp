@@ -6,7 +6,7 @@
 // Owned by main; the caller's thread. `call` is mgmt_client::call (a fake
 // node in tests).
 
-#include "tools/wharfctl/mgmt_client.hpp"
+#include "client/management/mgmt_client.hpp"
 
 #include <chrono>
 #include <functional>
@@ -16,6 +16,18 @@
 #include <vector>
 
 namespace wharf::ctl {
+
+// The management client and its value tree live in client/management.
+using mgmt::datum;
+using mgmt::from_amqp;
+using mgmt::mgmt_client;
+using mgmt::mgmt_reply;
+using mgmt::mgmt_request;
+using mgmt::parse_argument;
+using mgmt::refused;
+using mgmt::to_cell;
+using mgmt::to_json;
+using mgmt::unreachable;
 
 // The node answered with an error status (exit code 1).
 struct status_error : std::runtime_error {

@@ -7,7 +7,7 @@
 // Threads: main; mgmt_client runs a Proton container on a thread of its own.
 
 #include "tools/wharfctl/commands.hpp"
-#include "tools/wharfctl/mgmt_client.hpp"
+#include "client/management/mgmt_client.hpp"
 
 #include "client/redirect_target.hpp"
 

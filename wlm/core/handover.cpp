@@ -73,12 +73,15 @@ void wlm_service::reconcile() {
         const bool incoming = rec->moving() && rec->to == node_.node_id; // a move to here under way
         if (ours || incoming) {
             transfers_.erase(q.name); // (ours: a move abandoned, keep what is left here)
+            apply_settings(q.name);
             continue;
         }
         hand_over(q, *rec);
     }
     for (auto it = transfers_.begin(); it != transfers_.end();)
         it = here.count(it->first) ? std::next(it) : transfers_.erase(it);
+    for (auto it = applied_settings_.begin(); it != applied_settings_.end();)
+        it = here.count(it->first) ? std::next(it) : applied_settings_.erase(it);
 
     // Moves of queues this node owns but holds nothing of: nothing to send.
     std::vector<std::pair<std::string, owner_record>> empty_moves;
@@ -98,6 +101,20 @@ void wlm_service::reconcile() {
     }
     drain_some();
     reassign_down();
+}
+
+// Management's settings for a queue of this node: applied when the queue
+// first shows up here (created, moved in, recovered) and when they change.
+void wlm_service::apply_settings(const std::string& queue) {
+    std::string want;
+    {
+        std::lock_guard l(mu_);
+        if (auto it = settings_.find(queue); it != settings_.end()) want = it->second;
+    }
+    auto [had, fresh] = applied_settings_.try_emplace(queue);
+    if (!fresh && had->second == want) return;
+    if (!want.empty() && !ctx_.configure_queue(queue, decode_settings(want))) return;
+    had->second = want;
 }
 
 // `q` is held here but belongs, or is about to belong, to another node.

@@ -109,4 +109,35 @@ std::optional<owner_record> decode_owner(std::string_view value) {
     return o;
 }
 
+std::string encode(const plugins::queue_settings& s) {
+    std::string out;
+    auto put = [&](const char* key, const std::string& v) { out += (out.empty() ? "" : ";") + std::string(key) + "=" + v; };
+    if (s.max_depth) put("max-depth", std::to_string(*s.max_depth));
+    if (s.max_depth_bytes) put("max-depth-bytes", std::to_string(*s.max_depth_bytes));
+    if (s.max_delivery_count) put("max-delivery-count", std::to_string(*s.max_delivery_count));
+    if (s.overflow) put("overflow", *s.overflow);
+    if (s.dead_letter_address) put("dead-letter", *s.dead_letter_address); // last: a name may hold ';'
+    return out;
+}
+
+plugins::queue_settings decode_settings(std::string_view value) {
+    plugins::queue_settings s;
+    if (const size_t dl = value.find("dead-letter="); dl != std::string_view::npos &&
+                                                      (dl == 0 || value[dl - 1] == ';')) {
+        s.dead_letter_address = std::string(value.substr(dl + 12));
+        value = value.substr(0, dl);
+    }
+    auto f = fields(value);
+    auto count = [&](const char* key, std::optional<uint64_t>& into) {
+        uint64_t n = 0;
+        if (auto it = f.find(key); it != f.end() && number(it->second, n)) into = n;
+    };
+    count("max-depth", s.max_depth);
+    count("max-depth-bytes", s.max_depth_bytes);
+    count("max-delivery-count", s.max_delivery_count);
+    if (auto it = f.find("overflow"); it != f.end() && (it->second == "block" || it->second == "reject"))
+        s.overflow = it->second;
+    return s;
+}
+
 } // namespace wharf::wlm

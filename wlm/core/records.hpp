@@ -9,8 +9,13 @@
 //   routes/<glob>  node=<id>|group=<name>;mode=relay|redirect|  (management's
 //                  routes: placement and serving mode of matching queues)
 //   placement      policy=<least-loaded|round-robin|consistent-hash|local>
+//   settings/<queue> max-depth=N;max-depth-bytes=N;max-delivery-count=N;
+//                  overflow=block|reject;dead-letter=<name, to the end>
+//                  (management's settings of a queue, each optional: the
+//                  owner applies them, wherever the queue moves)
 // Pure functions; any thread.
 
+#include "plugins/api/queue_settings.hpp"
 #include "wlm/placement/load_table.hpp"
 #include "wlm/placement/placement_rule.hpp"
 
@@ -26,6 +31,7 @@ inline constexpr std::string_view owners_prefix = "owners/";
 inline constexpr std::string_view drain_prefix = "drain/";
 inline constexpr std::string_view routes_prefix = "routes/";
 inline constexpr std::string_view placement_key = "placement";
+inline constexpr std::string_view settings_prefix = "settings/";
 
 struct node_record {
     std::string host;
@@ -58,5 +64,9 @@ std::optional<route_record> decode_route(std::string_view pattern, std::string_v
 
 std::string encode(const owner_record& o);
 std::optional<owner_record> decode_owner(std::string_view value);
+
+std::string encode(const plugins::queue_settings& s);
+// Fields it cannot read are left unset.
+plugins::queue_settings decode_settings(std::string_view value);
 
 } // namespace wharf::wlm

@@ -1,5 +1,6 @@
 #include "wlm/core/wlm_entities.hpp"
 
+#include "plugins/api/queue_settings.hpp"
 #include "wlm/core/cluster_admin.hpp"
 #include "wlm/placement/placement_policy.hpp"
 
@@ -117,6 +118,8 @@ result<entity, error> owner_entities::create(const std::string& queue, const ent
     }
     if (queue.empty() || queue[0] == '$')
         return fail(error{errc::invalid_field, "'" + queue + "' cannot be a cluster queue's name"});
+    auto settings = plugins::settings_from_args(args);
+    if (!settings) return fail(settings.error());
     auto decided = place_(queue, node);
     if (!decided) return fail(decided.error());
     owner_record rec;
@@ -130,7 +133,20 @@ result<entity, error> owner_entities::create(const std::string& queue, const ent
             return fail(error{errc::not_allowed, "queue '" + queue + "' exists already (see READ)"});
         return fail(error{errc::internal_error, "metadata store: " + put.error().description});
     }
-    return owner_entity(queue, rec, true);
+    entity e = owner_entity(queue, rec, true);
+    if (!settings->empty()) {
+        // The owner applies them when the queue first shows up there.
+        auto saved = s_->store->compare_and_set(std::string(settings_prefix) + queue, 0, encode(*settings));
+        if (!saved && saved.error().code == store_errc::conflict) { // left by a deleted queue of that name
+            if (auto old = s_->store->get(std::string(settings_prefix) + queue); old && *old)
+                saved = s_->store->compare_and_set(std::string(settings_prefix) + queue, (*old)->version,
+                                                   encode(*settings));
+        }
+        if (!saved) return fail(error{errc::internal_error, "queue '" + queue + "' created, its settings not saved: " +
+                                                                saved.error().description});
+        plugins::put_settings(e, *settings);
+    }
+    return e;
 }
 
 result<entity, error> owner_entities::invoke(std::string_view op, std::string_view name, const entity& args) {

@@ -35,6 +35,7 @@ std::optional<std::string> wlm_service::start() {
     queue_owner_entities_ = std::make_unique<owner_entities>(
         admin_, "wharf.queue", [this](const std::string& q, const std::string& n) { return decide_owner(q, n); });
     route_entities_ = std::make_unique<route_entities>(admin_);
+    queue_admin_ = std::make_unique<queue_admin>(admin_, ctx_, node_.node_id);
     placement_entities_ = std::make_unique<placement_entities>(admin_, std::string(to_string(opts_.policy)));
     if (auto bad = register_node()) return bad;
     if (!load_all()) return "cannot read the cluster's state from " + node_.metadata;
@@ -44,6 +45,7 @@ std::optional<std::string> wlm_service::start() {
     ctx_.add_entity_type(*node_entities_);
     ctx_.add_entity_type(*owner_entities_);
     ctx_.add_entity_type(*queue_owner_entities_);
+    ctx_.add_entity_type(*queue_admin_); // after the owners: figures from peers fill in, never override
     ctx_.add_entity_type(*route_entities_);
     ctx_.add_entity_type(*placement_entities_);
     thread_ = std::thread([this] { run(); });
@@ -177,13 +179,16 @@ bool wlm_service::load_all() {
     auto drains = store_->list(drain_prefix);
     auto routes = store_->list(routes_prefix);
     auto placement = store_->get(placement_key);
-    if (!rev || !nodes || !owners || !drains || !routes || !placement) return false;
+    auto settings = store_->list(settings_prefix);
+    if (!rev || !nodes || !owners || !drains || !routes || !placement || !settings) return false;
     std::lock_guard l(mu_);
     nodes_.clear();
     owners_.clear();
     drains_.clear();
     routes_.clear();
     policy_override_.reset();
+    settings_.clear();
+    for (const auto& kv : *settings) settings_[kv.key.substr(settings_prefix.size())] = kv.value;
     for (const auto& kv : *routes) {
         const std::string pattern = kv.key.substr(routes_prefix.size());
         if (auto r = decode_route(pattern, kv.value)) routes_[pattern] = std::move(*r);
@@ -229,6 +234,10 @@ void wlm_service::apply(const change& c) {
         const std::string pattern = key.substr(routes_prefix.size());
         if (c.kind == change::erase) routes_.erase(pattern);
         else if (auto r = decode_route(pattern, c.kv.value)) routes_[pattern] = std::move(*r);
+    } else if (key.rfind(settings_prefix, 0) == 0) {
+        const std::string q = key.substr(settings_prefix.size());
+        if (c.kind == change::erase) settings_.erase(q);
+        else settings_[q] = c.kv.value;
     } else if (key == placement_key) {
         if (c.kind == change::erase) policy_override_.reset();
         else apply_placement(c.kv.value);

@@ -22,6 +22,7 @@
 
 #include "plugins/api/plugin.hpp"
 #include "internode/forwarder.hpp"
+#include "wlm/core/queue_admin.hpp"
 #include "wlm/core/records.hpp"
 #include "wlm/core/transfer.hpp"
 #include "wlm/core/wlm_entities.hpp"
@@ -118,6 +119,7 @@ class wlm_service final : public plugins::plugin, public plugins::address_resolv
     // handover.cpp (worker thread)
     void reconcile();
     void hand_over(const plugins::local_queue& q, const owner_record& rec);
+    void apply_settings(const std::string& queue);
     bool flip(const std::string& queue, const owner_record& rec);
     void abandon_move(const std::string& queue, const owner_record& rec, const std::string& why);
     void claim(const std::string& queue, uint64_t depth);
@@ -136,6 +138,7 @@ class wlm_service final : public plugins::plugin, public plugins::address_resolv
     std::unique_ptr<owner_entities> queue_owner_entities_; // the same, inside wharf.queue
     std::unique_ptr<route_entities> route_entities_;
     std::unique_ptr<placement_entities> placement_entities_;
+    std::unique_ptr<queue_admin> queue_admin_;
     lease_id lease_ = 0;
     uint64_t node_version_ = 0;
     uint64_t revision_ = 0;
@@ -146,6 +149,7 @@ class wlm_service final : public plugins::plugin, public plugins::address_resolv
     std::map<std::string, std::unique_ptr<transfer>> transfers_;       // by queue
     std::map<std::string, std::shared_ptr<internode::forwarder>> forwarders_; // by node
     std::map<std::string, clock::time_point> down_since_;              // by node
+    std::map<std::string, std::string> applied_settings_;              // by queue: the record applied
 
     mutable std::mutex mu_;                   // the caches and the request queues
     std::condition_variable cv_;
@@ -154,6 +158,7 @@ class wlm_service final : public plugins::plugin, public plugins::address_resolv
     std::set<std::string> drains_;
     std::map<std::string, route_record> routes_;   // by pattern
     std::optional<policy_kind> policy_override_;   // the store's placement policy
+    std::map<std::string, std::string> settings_;  // by queue: management's settings record
     std::deque<request> requests_;
     std::vector<parked> parked_;
     bool stop_ = false;

@@ -1,4 +1,4 @@
-#include "tools/wharfctl/datum.hpp"
+#include "client/management/datum.hpp"
 #include "tools/wharfctl/table.hpp"
 
 #include <proton/codec/map.hpp>
@@ -10,6 +10,7 @@
 #include <map>
 
 namespace wharf::ctl {
+using namespace wharf::mgmt;
 
 TEST(wharfctl_datum, amqp_map_with_lists_becomes_json) {
     std::vector<std::pair<proton::value, proton::value>> m;

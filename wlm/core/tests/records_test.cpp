@@ -131,4 +131,20 @@ TEST(wlm_options, reassign_after_and_park_timeout_are_seconds) {
 }
 
 } // namespace
+TEST(wlm_records, settings_round_trip_with_a_dead_letter_name_holding_separators) {
+    plugins::queue_settings s;
+    s.max_depth = 10;
+    s.max_delivery_count = 0;
+    s.overflow = "reject";
+    s.dead_letter_address = "odd;name=x";
+    auto back = decode_settings(encode(s));
+    EXPECT_EQ(back.max_depth, 10u);
+    EXPECT_FALSE(back.max_depth_bytes);
+    EXPECT_EQ(back.max_delivery_count, 0u);
+    EXPECT_EQ(back.overflow, "reject");
+    EXPECT_EQ(back.dead_letter_address, "odd;name=x");
+    EXPECT_TRUE(decode_settings("").empty());
+    EXPECT_FALSE(decode_settings("overflow=sideways").overflow); // unreadable: unset
+}
+
 } // namespace wharf::wlm

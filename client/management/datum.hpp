@@ -15,7 +15,7 @@
 #include <variant>
 #include <vector>
 
-namespace wharf::ctl {
+namespace wharf::mgmt {
 
 struct datum {
     using list = std::vector<datum>;
@@ -47,4 +47,4 @@ std::string to_cell(const datum& d);
 // anything else a string. nullopt when there is no '=' or no key.
 std::optional<std::pair<std::string, proton::value>> parse_argument(const std::string& arg);
 
-} // namespace wharf::ctl
+} // namespace wharf::mgmt

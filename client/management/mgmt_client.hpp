@@ -12,7 +12,7 @@
 // callback): `unreachable` when there is no working connection or no
 // answer in time, `refused` when the node refuses the links.
 
-#include "tools/wharfctl/datum.hpp"
+#include "client/management/datum.hpp"
 
 #include <proton/scalar.hpp>
 #include <proton/value.hpp>
@@ -25,7 +25,7 @@
 #include <utility>
 #include <vector>
 
-namespace wharf::ctl {
+namespace wharf::mgmt {
 
 struct unreachable : std::runtime_error {
     using std::runtime_error::runtime_error;
@@ -68,4 +68,4 @@ class mgmt_client {
     std::unique_ptr<impl> impl_;
 };
 
-} // namespace wharf::ctl
+} // namespace wharf::mgmt

@@ -1,4 +1,4 @@
-#include "tools/wharfctl/datum.hpp"
+#include "client/management/datum.hpp"
 
 #include <proton/binary.hpp>
 #include <proton/codec/vector.hpp>
@@ -11,7 +11,7 @@
 #include <cmath>
 #include <cstdio>
 
-namespace wharf::ctl {
+namespace wharf::mgmt {
 
 std::optional<int64_t> datum::as_int() const {
     if (auto* i = std::get_if<int64_t>(&v)) return *i;
@@ -192,4 +192,4 @@ std::optional<std::pair<std::string, proton::value>> parse_argument(const std::s
     return std::make_pair(std::move(key), std::move(v));
 }
 
-} // namespace wharf::ctl
+} // namespace wharf::mgmt

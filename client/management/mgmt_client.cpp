@@ -1,4 +1,4 @@
-#include "tools/wharfctl/mgmt_client.hpp"
+#include "client/management/mgmt_client.hpp"
 
 #include "client/cluster_client.hpp"
 
@@ -18,7 +18,7 @@
 #include <mutex>
 #include <thread>
 
-namespace wharf::ctl {
+namespace wharf::mgmt {
 
 namespace {
 
@@ -224,4 +224,4 @@ std::string mgmt_client::node_id() const {
     return "";
 }
 
-} // namespace wharf::ctl
+} // namespace wharf::mgmt

@@ -1,0 +1,85 @@
+#pragma once
+// The queue settings management may change at run time (wharf.queue UPDATE
+// and CREATE): limits, overflow and dead-lettering. Each is optional: unset
+// means "as configured". `durable` is not among them: messages already
+// stored were written under it.
+//
+// Pure; any thread. Shared by the broker (which applies settings to its
+// queues) and plugins (the WLM plugin stores them cluster-wide).
+
+#include "plugins/api/plugin.hpp"
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace wharf::plugins {
+
+struct queue_settings {
+    std::optional<uint64_t> max_depth;           // messages; 0 = unlimited
+    std::optional<uint64_t> max_depth_bytes;     // 0 = unlimited
+    std::optional<uint64_t> max_delivery_count;  // 0 = unlimited
+    std::optional<std::string> overflow;         // "block" or "reject"
+    std::optional<std::string> dead_letter_address; // "" = drop instead
+
+    bool empty() const {
+        return !max_depth && !max_depth_bytes && !max_delivery_count && !overflow && !dead_letter_address;
+    }
+    // Sets what `newer` sets.
+    void merge(const queue_settings& newer) {
+        if (newer.max_depth) max_depth = newer.max_depth;
+        if (newer.max_depth_bytes) max_depth_bytes = newer.max_depth_bytes;
+        if (newer.max_delivery_count) max_delivery_count = newer.max_delivery_count;
+        if (newer.overflow) overflow = newer.overflow;
+        if (newer.dead_letter_address) dead_letter_address = newer.dead_letter_address;
+    }
+};
+
+// The management attribute names, in the order entities list them.
+inline constexpr std::array<std::string_view, 5> queue_setting_names = {
+    "maxDepth", "maxDepthBytes", "maxDeliveryCount", "overflow", "deadLetterAddress"};
+
+// The settings among a request's arguments (other keys are ignored). A
+// setting of the wrong type or range is an invalid_field error naming it.
+inline result<queue_settings, error> settings_from_args(const entity& args) {
+    queue_settings s;
+    auto count = [&](const char* key, std::optional<uint64_t>& into) -> std::optional<error> {
+        auto it = args.find(key);
+        if (it == args.end()) return std::nullopt;
+        auto* n = std::get_if<int64_t>(&it->second);
+        if (n == nullptr || *n < 0)
+            return error{errc::invalid_field, std::string("'") + key + "' must be a whole number >= 0 (0 = unlimited)"};
+        into = static_cast<uint64_t>(*n);
+        return std::nullopt;
+    };
+    for (auto [key, into] : {std::pair{"maxDepth", &s.max_depth}, std::pair{"maxDepthBytes", &s.max_depth_bytes},
+                             std::pair{"maxDeliveryCount", &s.max_delivery_count}})
+        if (auto bad = count(key, *into)) return fail(*bad);
+    if (auto it = args.find("overflow"); it != args.end()) {
+        auto* o = std::get_if<std::string>(&it->second);
+        if (o == nullptr || (*o != "block" && *o != "reject"))
+            return fail(error{errc::invalid_field, "'overflow' must be \"block\" or \"reject\""});
+        s.overflow = *o;
+    }
+    if (auto it = args.find("deadLetterAddress"); it != args.end()) {
+        auto* d = std::get_if<std::string>(&it->second);
+        if (d == nullptr)
+            return fail(error{errc::invalid_field, "'deadLetterAddress' must be a queue name (a string; \"\" drops)"});
+        s.dead_letter_address = *d;
+    }
+    return s;
+}
+
+// The settings that are set, as entity attributes.
+inline void put_settings(entity& e, const queue_settings& s) {
+    auto n = [](uint64_t v) { return attribute_value{static_cast<int64_t>(v)}; };
+    if (s.max_depth) e["maxDepth"] = n(*s.max_depth);
+    if (s.max_depth_bytes) e["maxDepthBytes"] = n(*s.max_depth_bytes);
+    if (s.max_delivery_count) e["maxDeliveryCount"] = n(*s.max_delivery_count);
+    if (s.overflow) e["overflow"] = *s.overflow;
+    if (s.dead_letter_address) e["deadLetterAddress"] = *s.dead_letter_address;
+}
+
+} // namespace wharf::plugins

@@ -1,0 +1,203 @@
+#include "wlm/core/queue_admin.hpp"
+
+#include "plugins/api/queue_settings.hpp"
+#include "wlm/core/cluster_admin.hpp"
+
+#include <proton/codec/map.hpp>
+#include <proton/codec/vector.hpp>
+
+#include <spdlog/spdlog.h>
+
+#include <future>
+#include <map>
+
+namespace wharf::wlm {
+
+namespace {
+using plugins::attribute_value;
+using plugins::entity;
+
+// A management value as an attribute (nested values become JSON text).
+attribute_value attribute_of(const mgmt::datum& d) {
+    if (d.is_null()) return {};
+    if (auto* b = std::get_if<bool>(&d.v)) return *b;
+    if (auto i = d.as_int()) return *i;
+    if (auto* s = d.as_string()) return *s;
+    return mgmt::to_json(d);
+}
+
+// The error a node's answer stands for, its description naming the node.
+error error_of(const std::string& node, const mgmt::mgmt_reply& r) {
+    const errc code = r.status == 400   ? errc::invalid_field
+                      : r.status == 403 ? errc::not_allowed
+                      : r.status == 404 ? errc::not_found
+                      : r.status == 501 ? errc::not_implemented
+                                        : errc::internal_error;
+    return {code, "node " + node + ": " + r.description};
+}
+
+std::vector<std::pair<std::string, proton::scalar>> request_props(const char* op, const std::string& queue) {
+    return {{"operation", proton::scalar(std::string(op))},
+            {"type", proton::scalar(std::string("wharf.queue"))},
+            {"name", proton::scalar(queue)}};
+}
+
+error store_failed(const store_error& e) { return {errc::internal_error, "metadata store: " + e.description}; }
+} // namespace
+
+std::optional<queue_admin::owner_at> queue_admin::owner_of(const std::string& queue) {
+    std::lock_guard l(s_->mu);
+    auto rec = s_->store->get(std::string(owners_prefix) + queue);
+    if (!rec || !*rec) return std::nullopt;
+    auto o = decode_owner((*rec)->value);
+    if (!o) return std::nullopt;
+    o->version = (*rec)->version;
+    owner_at out{*o, {}, 0};
+    if (auto n = s_->store->get(std::string(nodes_prefix) + o->node); n && *n)
+        if (auto node = decode_node(o->node, (*n)->value)) {
+            out.host = node->host;
+            out.port = node->port;
+        }
+    return out;
+}
+
+bool queue_admin::handles(std::string_view op, std::string_view name) {
+    auto o = owner_of(std::string(name));
+    if (!o) return false;                                   // not a cluster queue: the broker's
+    if (op == "PURGE") return o->rec.node != node_id_;      // here: the broker purges
+    return true;
+}
+
+result<mgmt::mgmt_reply, error> queue_admin::ask(const std::string& node, const std::string& host, uint16_t port,
+                                                 std::vector<std::pair<std::string, proton::scalar>> props,
+                                                 std::optional<proton::value> body) {
+    props.emplace_back("wharf:scope", proton::scalar(std::string("node")));
+    try {
+        mgmt::mgmt_client c(host + ":" + std::to_string(port), peer_timeout);
+        return c.call(mgmt::mgmt_request{std::move(props), std::move(body)});
+    } catch (const std::exception& e) {
+        return fail(error{errc::internal_error, "node " + node + " did not answer: " + e.what()});
+    }
+}
+
+result<std::vector<entity>, error> queue_admin::query() {
+    cluster_view view;
+    {
+        std::lock_guard l(s_->mu);
+        auto v = read_cluster(*s_->store);
+        if (!v) return fail(error{errc::internal_error, v.error()});
+        view = std::move(*v);
+    }
+    // The queues each other live node owns; one request per node, all at once.
+    std::map<std::string, std::set<std::string>> owned;
+    for (const auto& [q, o] : view.owners)
+        if (o.node != node_id_ && view.nodes.count(o.node)) owned[o.node].insert(q);
+    std::map<std::string, std::future<result<mgmt::mgmt_reply, error>>> asked;
+    for (const auto& [node, queues] : owned) {
+        const node_record& n = view.nodes.at(node);
+        std::vector<std::pair<std::string, proton::scalar>> props = {
+            {"operation", proton::scalar(std::string("QUERY"))},
+            {"type", proton::scalar(std::string("org.amqp.management"))},
+            {"name", proton::scalar(std::string("self"))},
+            {"entityType", proton::scalar(std::string("wharf.queue"))}};
+        std::map<std::string, proton::value> body{{"attributeNames", std::vector<std::string>{}}};
+        asked[node] = std::async(std::launch::async, [this, node, host = n.host, port = n.port, props, body] {
+            return ask(node, host, port, props, proton::value(body));
+        });
+    }
+    std::vector<entity> out;
+    for (auto& [node, f] : asked) {
+        auto reply = f.get();
+        if (reply && !reply->ok()) reply = fail(error_of(node, *reply));
+        if (!reply) {
+            // Figures of that node's queues stay null; the owner still shows.
+            spdlog::info("{}: management: no queue figures from {}: {}", node_id_, node, reply.error().description);
+            continue;
+        }
+        const mgmt::datum* names = reply->body.find("attributeNames");
+        const mgmt::datum* rows = reply->body.find("results");
+        if (names == nullptr || rows == nullptr || !names->as_list() || !rows->as_list()) continue;
+        for (const auto& row : *rows->as_list()) {
+            const auto* cells = row.as_list();
+            if (cells == nullptr || cells->size() != names->as_list()->size()) continue;
+            entity e;
+            for (size_t i = 0; i < cells->size(); ++i)
+                if (auto* n = (*names->as_list())[i].as_string()) e[*n] = attribute_of((*cells)[i]);
+            auto name = e.find("name");
+            auto* q = name == e.end() ? nullptr : std::get_if<std::string>(&name->second);
+            if (q != nullptr && owned[node].count(*q)) out.push_back(std::move(e)); // the owner's figures only
+        }
+    }
+    return out;
+}
+
+result<entity, error> queue_admin::invoke(std::string_view op, std::string_view name, const entity& args) {
+    const std::string queue(name);
+    auto o = owner_of(queue);
+    if (!o) return fail(error{errc::not_found, "no wharf.queue named '" + queue + "'"});
+    if (op == "UPDATE") return update(queue, *o, args);
+    if (op == "DELETE") return remove(queue, *o);
+    if (op != "PURGE") return fail(error{errc::not_implemented, "operation '" + std::string(op) + "'"});
+    if (o->host.empty())
+        return fail(error{errc::not_allowed, "queue '" + queue + "' is on node " + o->rec.node +
+                                                 ", which is down: its messages cannot be purged until it is back"});
+    auto reply = ask(o->rec.node, o->host, o->port, request_props("PURGE", queue));
+    if (!reply) return fail(reply.error());
+    if (!reply->ok()) return fail(error_of(o->rec.node, *reply));
+    entity e{{"name", queue}, {"node", o->rec.node}};
+    if (const auto* n = reply->body.find("purged")) e["purged"] = attribute_of(*n);
+    return e;
+}
+
+result<entity, error> queue_admin::update(const std::string& queue, const owner_at& o, const entity& args) {
+    auto wanted = plugins::settings_from_args(args);
+    if (!wanted) return fail(wanted.error());
+    if (wanted->empty()) {
+        std::string names;
+        for (auto s : plugins::queue_setting_names) names += (names.empty() ? "" : ", ") + std::string(s);
+        return fail(error{errc::invalid_field, "UPDATE of a wharf.queue changes one of: " + names});
+    }
+    const std::string key = std::string(settings_prefix) + queue;
+    plugins::queue_settings merged;
+    {
+        std::lock_guard l(s_->mu);
+        for (int attempt = 0;; ++attempt) {
+            auto cur = s_->store->get(key);
+            if (!cur) return fail(store_failed(cur.error()));
+            merged = *cur ? decode_settings((*cur)->value) : plugins::queue_settings{};
+            merged.merge(*wanted);
+            auto put = s_->store->compare_and_set(key, *cur ? (*cur)->version : 0, encode(merged));
+            if (put) break;
+            if (put.error().code != store_errc::conflict || attempt == 4) return fail(store_failed(put.error()));
+        }
+    }
+    // Here: at once (the tick would too). Elsewhere: the owner's next tick.
+    if (o.rec.node == node_id_) ctx_.configure_queue(queue, merged);
+    entity e{{"name", queue}, {"node", o.rec.node}};
+    plugins::put_settings(e, merged);
+    return e;
+}
+
+result<entity, error> queue_admin::remove(const std::string& queue, const owner_at& o) {
+    if (o.rec.node == node_id_) {
+        ctx_.remove_queue(queue); // false: never attached here yet; the records still go
+    } else {
+        if (o.host.empty())
+            return fail(error{errc::not_allowed, "queue '" + queue + "' is on node " + o.rec.node +
+                                                     ", which is down: delete it when the node is back"});
+        auto reply = ask(o.rec.node, o.host, o.port, request_props("DELETE", queue));
+        if (!reply) return fail(reply.error());
+        if (!reply->ok() && reply->status != 404) return fail(error_of(o.rec.node, *reply));
+    }
+    std::lock_guard l(s_->mu);
+    auto del = s_->store->compare_and_delete(std::string(owners_prefix) + queue, o.rec.version);
+    if (!del) return fail(store_failed(del.error()));
+    if (!*del)
+        return fail(error{errc::not_allowed, "queue '" + queue + "' changed owner meanwhile; its messages at " +
+                                                 o.rec.node + " are gone, try DELETE again"});
+    if (auto s = s_->store->get(std::string(settings_prefix) + queue); s && *s)
+        (void)s_->store->compare_and_delete(std::string(settings_prefix) + queue, (*s)->version);
+    return entity{{"name", queue}};
+}
+
+} // namespace wharf::wlm
