@@ -10,6 +10,7 @@ from proton import Message
 from proton.utils import BlockingConnection
 
 from cluster_util import Cluster, connect, free_port
+from test_cluster_moves import Consumer, Producer
 from conftest import WHARFD
 
 WHARFCTL = os.path.join(os.path.dirname(WHARFD), "wharfctl") if WHARFD else ""
@@ -79,8 +80,10 @@ def test_errors_from_the_node_exit_1_with_the_status(wharfd):
     assert out.returncode == 1 and "404" in out.stderr and "no-such-queue" in out.stderr, out.stderr
     out = wharfctl(wharfd.url, "query", "wharf.nothing")
     assert out.returncode == 1 and out.stderr.startswith("wharfctl: 404 "), out.stderr
-    out = wharfctl(wharfd.url, "create", "queue", "q1", "maxDepth=10")
+    out = wharfctl(wharfd.url, "create", "connection", "c1")
     assert out.returncode == 1 and "501" in out.stderr, out.stderr
+    out = wharfctl(wharfd.url, "update", "queue", "no-such-queue", "maxDepth=10")
+    assert out.returncode == 1 and "404" in out.stderr, out.stderr
     out = wharfctl(wharfd.url, "query", "queue", "--attrs", "name,bogus")
     assert out.returncode == 1 and "400" in out.stderr and "bogus" in out.stderr
     out = wharfctl(wharfd.url, "rebalance")
@@ -125,7 +128,7 @@ def test_status_lists_every_node(cluster):
     assert status["cluster"] is True
     assert sorted(n["name"] for n in status["nodes"]) == ["n1", "n2", "n3"]
     q = next(q for q in status["queues"] if q["name"] == "ctl-status")
-    assert q["node"] == "n2" and q["depth"] is None  # n1 does not hold it
+    assert q["node"] == "n2" and q["depth"] == 3  # n1 asked n2, the owner
     at_owner = ok_json(cluster.node("n2").url, "status")
     assert next(q for q in at_owner["queues"] if q["name"] == "ctl-status")["depth"] == 3
     text = wharfctl(n1.url, "status")
@@ -177,6 +180,87 @@ def test_move_with_wait_then_drain(cluster):
         assert got == set(range(10))
     finally:
         c.close()
+
+
+def test_create_a_queue_on_a_chosen_node_and_see_it_from_another(cluster):
+    n1, n2, n3 = cluster.nodes
+    # n1 learns of its peers within a poll interval of their start.
+    out = wait_for(lambda: (lambda o: o if "not a live member" not in o.stderr else None)(
+        wharfctl(n1.url, "create", "queue", "ctl-made", "node=n3", "maxDepth=500", "--json")),
+        timeout=10, what="n1 to know n3")
+    assert out.returncode == 0, out.stderr
+    made = json.loads(out.stdout)
+    assert made["node"] == "n3" and made["maxDepth"] == 500
+    send(n1.url, "ctl-made", 2)  # through n1, stored at n3
+    seen = {r["name"]: r for r in rows(ok_json(n2.url, "query", "queue", "--attrs", "name,node,depth,maxDepth"))}
+    assert seen["ctl-made"] == {"name": "ctl-made", "node": "n3", "depth": 2, "maxDepth": 500}
+    out = wharfctl(n2.url, "create", "queue", "ctl-made", "node=n1")
+    assert out.returncode == 1 and "403" in out.stderr and "exists" in out.stderr
+
+
+def test_move_under_load_loses_nothing(cluster):
+    n1, n2, n3 = cluster.nodes
+    count = 1000
+    producer = Producer(cluster, n1, "ctl-load", count)  # relayed to the owner, n2
+    consumer = Consumer(cluster, n3, "ctl-load", count)
+    producer.start()
+    consumer.start()
+    wait_for(lambda: consumer.distinct() >= count // 4, what="traffic before the move")
+    out = wharfctl(n1.url, "move", "ctl-load", "n3", "--wait", "30")
+    assert out.returncode == 0, out.stderr
+    producer.join(timeout=150)
+    consumer.join(timeout=150)
+    assert producer.error is None, producer.error
+    assert set(consumer.order) == set(range(count))
+    assert owner_of(n2, "ctl-load")["node"] == "n3"
+
+
+def test_a_route_change_steers_new_queues(cluster):
+    n1, n2, n3 = cluster.nodes
+    out = wharfctl(n2.url, "create", "route", "ctl-routed-*", "node=n1")
+    assert out.returncode == 0, out.stderr
+    try:
+        send(n3.url, "ctl-routed-a", 1)
+        assert owner_of(n3, "ctl-routed-a")["node"] == "n1"
+        updated = ok_json(n3.url, "update", "route", "ctl-routed-*", "node=n3")
+        assert updated["node"] == "n3"
+
+        # Every node follows within its poll interval: a new queue lands on n3.
+        def lands_on_n3():
+            name = "ctl-routed-%d" % int(time.monotonic() * 1000)
+            send(n1.url, name, 1)
+            return owner_of(n1, name)["node"] == "n3"
+        wait_for(lands_on_n3, timeout=10, what="new queues to follow the route")
+        assert owner_of(n1, "ctl-routed-a")["node"] == "n1"  # placed before: stays
+    finally:
+        wharfctl(n2.url, "delete", "route", "ctl-routed-*")
+
+
+def test_close_a_connection(cluster):
+    n2 = cluster.node("n2")
+    c = BlockingConnection(n2.url, timeout=10, sasl_enabled=False, container=None)
+    try:
+        container = c.conn.container
+        conns = rows(ok_json(n2.url, "query", "connection"))
+        mine = next(r for r in conns if r["container"] == container)
+        out = wharfctl(n2.url, "delete", "connection", mine["name"])
+        assert out.returncode == 0 and "204" in out.stdout, out.stderr
+
+        def closed_by_node():
+            try:
+                c.create_sender("ctl-after-close")
+                return False
+            except Exception:
+                cond = c.conn.remote_condition
+                return cond is not None and cond.name == "amqp:connection:forced"
+        wait_for(closed_by_node, timeout=10, what="the connection to be closed")
+    finally:
+        try:
+            c.close()
+        except Exception:
+            pass
+    wait_for(lambda: mine["name"] not in [r["name"] for r in rows(ok_json(n2.url, "query", "connection"))],
+             timeout=10, what="the connection to leave the list")
 
 
 def test_status_shows_a_dead_owner():
