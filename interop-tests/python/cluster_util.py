@@ -9,7 +9,7 @@ import time
 
 from proton.utils import BlockingConnection, LinkDetached
 
-from conftest import WHARFD, Wharfd
+from wharfd_process import WHARFD, Wharfd
 
 WHARF_WLM = os.path.join(os.path.dirname(WHARFD), "wharf-wlm") if WHARFD else ""
 

@@ -1,69 +1,7 @@
 """Fixtures: a real wharfd child process on a port the OS picked."""
-import os
-import select
-import signal
-import subprocess
-import tempfile
-import time
-
 import pytest
 
-WHARFD = os.environ.get("WHARFD", "")
-
-
-class Wharfd:
-    """A wharfd child process. Pass data_dir to restart a node on the same
-    data (same node id)."""
-
-    def __init__(self, *args, config_text=None, data_dir=None, node_id="py", listen="127.0.0.1:0"):
-        if not WHARFD or not os.path.exists(WHARFD):
-            raise RuntimeError("set WHARFD to the path of the wharfd binary (got %r)" % WHARFD)
-        self.dir = tempfile.mkdtemp(prefix="wharf-py-")
-        self.data_dir = data_dir or os.path.join(self.dir, "data")
-        self.node_id = node_id
-        cmd = [WHARFD, "--listen", listen, "--node-id", node_id, "--data-dir", self.data_dir]
-        if config_text is not None:
-            path = os.path.join(self.dir, "wharfd.toml")
-            with open(path, "w") as f:
-                f.write(config_text)
-            cmd += ["--config", path]
-        cmd += list(args)
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        self.port = self._wait_for_port(deadline=time.monotonic() + 10)
-        self.pid = self.proc.pid
-        self.url = "127.0.0.1:%d" % self.port
-
-    def _wait_for_port(self, deadline):
-        line = b""
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([self.proc.stdout], [], [], 0.1)
-            if ready:
-                chunk = os.read(self.proc.stdout.fileno(), 1)
-                if not chunk:
-                    break
-                line += chunk
-                if chunk == b"\n":
-                    text = line.decode()
-                    if " listening on " in text:
-                        return int(text.strip().rsplit(":", 1)[1])
-                    line = b""
-        self.proc.kill()
-        raise RuntimeError("wharfd did not start: %s" % self.proc.stderr.read().decode())
-
-    def kill(self):
-        """SIGKILL: a crash, no chance to sync or close anything."""
-        self.proc.kill()
-        self.proc.wait(timeout=10)
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                return self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                raise
-        return self.proc.returncode
+from wharfd_process import Wharfd
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from proton import Message
 from proton.utils import LinkDetached
 
 from cluster_util import Cluster, attach, connect, free_port
-from conftest import WHARFD
+from wharfd_process import WHARFD
 
 # These tests look at ownership through redirects (relay mode would hide it).
 REDIRECT = {"mode": '"redirect"'}

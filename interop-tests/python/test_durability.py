@@ -6,7 +6,7 @@ import time
 from proton import Message
 from proton.utils import BlockingConnection
 
-from conftest import Wharfd
+from wharfd_process import Wharfd
 
 
 def connect(node):

@@ -11,7 +11,7 @@ from proton.utils import BlockingConnection
 
 from cluster_util import Cluster, connect, free_port
 from test_cluster_moves import Consumer, Producer
-from conftest import WHARFD
+from wharfd_process import WHARFD
 
 WHARFCTL = os.path.join(os.path.dirname(WHARFD), "wharfctl") if WHARFD else ""
 
@@ -184,8 +184,9 @@ def test_move_with_wait_then_drain(cluster):
 
 def test_create_a_queue_on_a_chosen_node_and_see_it_from_another(cluster):
     n1, n2, n3 = cluster.nodes
-    # n1 learns of its peers within a poll interval of their start.
-    out = wait_for(lambda: (lambda o: o if "not a live member" not in o.stderr else None)(
+    # n1 learns of its peers (and of n3's undrain in an earlier test) within a poll interval.
+    out = wait_for(lambda: (lambda o: o if "not a live member" not in o.stderr and "draining" not in o.stderr
+                            else None)(
         wharfctl(n1.url, "create", "queue", "ctl-made", "node=n3", "maxDepth=500", "--json")),
         timeout=10, what="n1 to know n3")
     assert out.returncode == 0, out.stderr

@@ -34,17 +34,6 @@ bool is_true(const datum* d) { return d && std::holds_alternative<bool>(d->v) &&
 
 datum::map object(std::initializer_list<std::pair<std::string, datum>> xs) { return datum::map(xs); }
 
-// The columns of `wanted` that the node has, in that order.
-std::vector<std::string> present(const datum& body, const std::vector<std::string>& wanted) {
-    std::vector<std::string> out;
-    const datum* names = body.find("attributeNames");
-    if (names == nullptr || names->as_list() == nullptr) return out;
-    for (const auto& w : wanted)
-        for (const auto& n : *names->as_list())
-            if (n.as_string() && *n.as_string() == w) out.push_back(w);
-    return out;
-}
-
 std::string owner_state(const datum& owner) {
     if (cell(owner, "nodeState") == "down") return "owner down";
     if (cell(owner, "state") == "moving") return "moving to " + cell(owner, "to");
@@ -106,19 +95,78 @@ void ctl_commands::print_entity(const datum& body) {
     }
 }
 
-void ctl_commands::status() {
+std::map<std::string, datum> ctl_commands::queue_figures() {
+    const mgmt_reply queues = node_query("wharf.queue", {});
+    if (!queues.ok()) throw status_error(queues.status, queues.description);
+    std::map<std::string, datum> out;
+    for (auto& q : query_rows(queues.body))
+        if (!is_true(q.find("temporary"))) out[cell(q, "name")] = q; // our own reply queue among them
+    return out;
+}
+
+namespace {
+// Messages per second into and out of (acknowledged from) each queue
+// between two readings `window` apart; "-" where a reading lacks figures.
+struct queue_rates {
+    std::map<std::string, std::pair<std::string, std::string>> by_queue;
+    std::pair<std::string, std::string> of(const std::string& q) const {
+        auto it = by_queue.find(q);
+        return it == by_queue.end() ? std::pair<std::string, std::string>{"-", "-"} : it->second;
+    }
+};
+
+queue_rates rates_between(const std::map<std::string, datum>& before, const std::map<std::string, datum>& after,
+                          std::chrono::milliseconds window) {
+    queue_rates out;
+    const double secs = std::chrono::duration<double>(window).count();
+    auto per_second = [&](const datum& a, const datum& b, const char* key) -> std::string {
+        const datum* x = a.find(key);
+        const datum* y = b.find(key);
+        if (x == nullptr || y == nullptr || !x->as_int() || !y->as_int()) return "-"; // no figures
+        const int64_t from = x->as_int().value_or(0), to = y->as_int().value_or(0);
+        if (to < from) return "-"; // the queue was made anew meanwhile
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%.0f", static_cast<double>(to - from) / secs);
+        return buf;
+    };
+    for (const auto& [name, b] : after) {
+        auto a = before.find(name);
+        if (a == before.end()) continue;
+        out.by_queue[name] = {per_second(a->second, b, "enqueued"), per_second(a->second, b, "acknowledged")};
+    }
+    return out;
+}
+} // namespace
+
+void ctl_commands::status(std::chrono::milliseconds rate_window) {
     const mgmt_reply nodes = node_query("wharf.node", {});
+    const bool with_rates = rate_window.count() > 0;
+    auto figures = [&] {
+        auto first = queue_figures();
+        if (!with_rates) return std::pair{first, queue_rates{}};
+        std::this_thread::sleep_for(rate_window); // the rates' sampling window
+        auto second = queue_figures();
+        auto rates = rates_between(first, second, rate_window);
+        return std::pair{std::move(second), std::move(rates)};
+    };
     if (nodes.status == 404) { // no wlm plugin: a single node
-        const mgmt_reply queues = node_query("wharf.queue", {});
-        if (!queues.ok()) throw status_error(queues.status, queues.description);
-        const auto cols = present(queues.body, {"name", "depth", "bytes", "consumers", "enqueued", "delivered"});
+        const auto [queues, rates] = figures();
         datum::list json_rows;
         std::vector<std::vector<std::string>> rows;
-        for (const auto& q : query_rows(queues.body)) {
-            if (is_true(q.find("temporary"))) continue; // our own reply queue among them
-            json_rows.push_back(q);
-            rows.emplace_back();
-            for (const auto& c : cols) rows.back().push_back(cell(q, c));
+        for (const auto& [name, q] : queues) {
+            datum::map row = *q.as_map();
+            const auto [in, out] = rates.of(name);
+            if (with_rates) {
+                row.emplace_back("inPerSecond", in == "-" ? datum{} : datum{int64_t{std::stoll(in)}});
+                row.emplace_back("outPerSecond", out == "-" ? datum{} : datum{int64_t{std::stoll(out)}});
+            }
+            json_rows.push_back(datum{std::move(row)});
+            rows.push_back({name, cell(q, "depth"), cell(q, "bytes"), cell(q, "consumers"), cell(q, "enqueued"),
+                            cell(q, "delivered")});
+            if (with_rates) {
+                rows.back().push_back(in);
+                rows.back().push_back(out);
+            }
         }
         if (json_) {
             out_ << to_json(datum{object({{"node", {node_}}, {"cluster", {false}}, {"queues", {json_rows}}})}, true)
@@ -126,23 +174,15 @@ void ctl_commands::status() {
             return;
         }
         out_ << "node " << node_ << ": a single node (no cluster: wharf.node is unknown here)\n\n";
-        std::vector<std::string> header;
-        for (const auto& c : cols) header.push_back(c == "name" ? "QUEUE" : c);
-        std::transform(header.begin(), header.end(), header.begin(), [](std::string s) {
-            for (auto& ch : s) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-            return s;
-        });
+        std::vector<std::string> header = {"QUEUE", "DEPTH", "BYTES", "CONSUMERS", "ENQUEUED", "DELIVERED"};
+        if (with_rates) header.insert(header.end(), {"IN/S", "OUT/S"});
         out_ << format_table(header, rows);
         return;
     }
     if (!nodes.ok()) throw status_error(nodes.status, nodes.description);
     const mgmt_reply owners = node_query("wharf.owner", {});
     if (!owners.ok()) throw status_error(owners.status, owners.description);
-    const mgmt_reply local = node_query("wharf.queue", {});
-    if (!local.ok()) throw status_error(local.status, local.description);
-    std::map<std::string, datum> held; // queues this node holds
-    for (auto& q : query_rows(local.body))
-        if (!is_true(q.find("temporary"))) held[cell(q, "name")] = q;
+    const auto [held, rates] = figures(); // every queue's figures, as its owner counts them
 
     datum::list node_json, queue_json;
     std::vector<std::vector<std::string>> node_rows, queue_rows;
@@ -162,14 +202,23 @@ void ctl_commands::status() {
         node_json.push_back(datum{object({{"name", {id}}, {"state", {std::string("down")}}})});
         node_rows.push_back({id, "-", "down", "-", "-", "-"});
     }
+    bool missing_figures = false;
     for (const auto& o : query_rows(owners.body)) {
         const std::string name = cell(o, "name");
         auto h = held.find(name);
         const std::string depth = h == held.end() ? "-" : cell(h->second, "depth");
+        missing_figures = missing_figures || depth == "-";
         queue_rows.push_back({name, cell(o, "node"), owner_state(o), depth});
         datum::map q = *o.as_map();
         q.emplace_back("depth", h == held.end() ? datum{} : (h->second.find("depth") ? *h->second.find("depth")
                                                                                     : datum{}));
+        if (with_rates) {
+            const auto [in, out] = rates.of(name);
+            queue_rows.back().push_back(in);
+            queue_rows.back().push_back(out);
+            q.emplace_back("inPerSecond", in == "-" ? datum{} : datum{int64_t{std::stoll(in)}});
+            q.emplace_back("outPerSecond", out == "-" ? datum{} : datum{int64_t{std::stoll(out)}});
+        }
         queue_json.push_back(datum{std::move(q)});
     }
     if (json_) {
@@ -184,8 +233,10 @@ void ctl_commands::status() {
     out_ << "cluster of " << node_rows.size() << " node" << (node_rows.size() == 1 ? "" : "s") << ", answered by "
          << node_ << "\n\n";
     out_ << format_table({"NODE", "ADDRESS", "STATE", "QUEUES", "MESSAGES", "CONNECTIONS"}, node_rows) << "\n";
-    out_ << format_table({"QUEUE", "OWNER", "STATE", "DEPTH"}, queue_rows);
-    if (!queue_rows.empty()) out_ << "(DEPTH: only for queues held by the node that answered)\n";
+    std::vector<std::string> header = {"QUEUE", "OWNER", "STATE", "DEPTH"};
+    if (with_rates) header.insert(header.end(), {"IN/S", "OUT/S"});
+    out_ << format_table(header, queue_rows);
+    if (missing_figures) out_ << "(-: no figures; the owner is down or did not answer)\n";
 }
 
 void ctl_commands::types() {

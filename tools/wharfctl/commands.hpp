@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <ostream>
 #include <stdexcept>
 #include <string>
@@ -53,7 +54,9 @@ class ctl_commands {
     ctl_commands(call_fn call, std::string node, bool json, std::ostream& out)
         : call_(std::move(call)), node_(std::move(node)), json_(json), out_(out) {}
 
-    void status();
+    // With a rate window, the queue figures are read twice that far apart,
+    // and the table shows messages in and out per second.
+    void status(std::chrono::milliseconds rate_window = std::chrono::milliseconds(0));
     void types();
     void query(const std::string& type, const std::vector<std::string>& attrs);
     void read(const std::string& type, const std::string& name);
@@ -68,6 +71,8 @@ class ctl_commands {
     mgmt_reply checked(const mgmt_request& r, const std::string& hint = "");
     mgmt_reply node_query(const std::string& type, const std::vector<std::string>& attrs);
     void print_entity(const datum& body);
+    // name -> the queue's row of a wharf.queue QUERY (temporary ones left out).
+    std::map<std::string, datum> queue_figures();
 
     call_fn call_;
     std::string node_;

@@ -24,6 +24,7 @@ constexpr int exit_ok = 0, exit_status = 1, exit_usage = 2, exit_unreachable = 3
 struct cli_args {
     std::string broker = "127.0.0.1:5672";
     double timeout = 10;
+    double rate_window = 1;
     bool json = false;
     std::string type, name, op, queue, node;
     std::vector<std::string> attrs, args;
@@ -68,6 +69,9 @@ int main(int argc, char** argv) {
     app.require_subcommand(1);
 
     auto* status = command(app, "status", "The cluster at a glance: nodes and queues (a single node: its queues)");
+    status->add_option("--rate-window", a.rate_window, "Seconds between the two readings the in/out rates come from (0: no rates)")
+        ->check(CLI::Range(0.0, 60.0))
+        ->capture_default_str();
     auto* types = command(app, "types", "Entity types the node knows, their attributes and operations");
     auto* query = command(app, "query", "List the entities of a type (queue, node, owner, wharf.*, ...)");
     query->add_option("type", a.type, "Entity type")->required();
@@ -118,7 +122,7 @@ int main(int argc, char** argv) {
         const std::string id = mgmt.node_id();
         ctl_commands cmds([&mgmt](const mgmt_request& r) { return mgmt.call(r); },
                           id.empty() ? a.broker : id + " at " + a.broker, a.json, std::cout);
-        if (status->parsed()) cmds.status();
+        if (status->parsed()) cmds.status(std::chrono::milliseconds(static_cast<int64_t>(a.rate_window * 1000)));
         else if (types->parsed()) cmds.types();
         else if (query->parsed()) cmds.query(a.type, a.attrs);
         else if (read->parsed()) cmds.read(a.type, a.name);

@@ -111,7 +111,10 @@ std::optional<owner_record> decode_owner(std::string_view value) {
 
 std::string encode(const plugins::queue_settings& s) {
     std::string out;
-    auto put = [&](const char* key, const std::string& v) { out += (out.empty() ? "" : ";") + std::string(key) + "=" + v; };
+    auto put = [&](std::string_view key, const std::string& v) {
+        if (!out.empty()) out += ';';
+        out.append(key).append("=").append(v);
+    };
     if (s.max_depth) put("max-depth", std::to_string(*s.max_depth));
     if (s.max_depth_bytes) put("max-depth-bytes", std::to_string(*s.max_depth_bytes));
     if (s.max_delivery_count) put("max-delivery-count", std::to_string(*s.max_delivery_count));

@@ -52,8 +52,24 @@ TEST(wharfctl_commands, status_of_a_single_node_shows_its_queues_without_tempora
     c.status();
     EXPECT_EQ(node.asked.at(0), "QUERY org.amqp.management  wharf.node");
     EXPECT_NE(out.str().find("single node"), std::string::npos);
-    EXPECT_NE(out.str().find("QUEUE   DEPTH\norders  5\n"), std::string::npos) << out.str();
+    EXPECT_NE(out.str().find("QUEUE   DEPTH  BYTES  CONSUMERS  ENQUEUED  DELIVERED\norders  5      -"), std::string::npos)
+        << out.str();
     EXPECT_EQ(out.str().find("$dynamic"), std::string::npos);
+}
+
+TEST(wharfctl_commands, status_rates_come_from_two_readings_a_window_apart) {
+    fake_node node;
+    auto reading = [](int64_t enqueued, int64_t acknowledged) {
+        return mgmt_reply{200, "OK", 1,
+                          query_body({"name", "depth", "enqueued", "acknowledged"},
+                                     {{text("orders"), num(5), num(enqueued), num(acknowledged)}})};
+    };
+    node.answers = {{404, "unknown entity type 'wharf.node'", {}, {}}, reading(10, 0), reading(30, 5)};
+    std::ostringstream out;
+    ctl_commands c(std::ref(node), "py (127.0.0.1:5672)", false, out);
+    c.status(std::chrono::milliseconds(50)); // 20 in, 5 out in 0.05 s
+    EXPECT_NE(out.str().find("IN/S  OUT/S"), std::string::npos) << out.str();
+    EXPECT_NE(out.str().find("400   100"), std::string::npos) << out.str();
 }
 
 TEST(wharfctl_commands, status_of_a_cluster_joins_owners_with_local_depth) {
