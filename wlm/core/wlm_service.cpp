@@ -31,12 +31,13 @@ std::optional<std::string> wlm_service::start() {
     if (!admin) return admin.error().description;
     admin_ = std::make_shared<shared_store>();
     admin_->store = std::move(admin.value());
-    node_entities_ = std::make_unique<node_entities>(admin_);
+    const placement_config configured{opts_.policy, opts_.weights, opts_.rules};
+    node_entities_ = std::make_unique<node_entities>(admin_, configured);
     owner_entities_ = std::make_unique<owner_entities>(admin_);
     queue_owner_entities_ = std::make_unique<owner_entities>(
         admin_, "wharf.queue", [this](const std::string& q, const std::string& n) { return decide_owner(q, n); });
     route_entities_ = std::make_unique<route_entities>(admin_);
-    placement_entities_ = std::make_unique<placement_entities>(admin_, std::string(to_string(opts_.policy)));
+    placement_entities_ = std::make_unique<placement_entities>(admin_, configured);
     if (auto bad = register_node()) return bad;
     if (!load_all()) return "cannot read the cluster's state from " + node_.metadata;
     serving_ = true;
