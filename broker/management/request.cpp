@@ -2,6 +2,8 @@
 
 #include <proton/codec.h>
 
+#include <charconv>
+
 namespace wharf::management {
 
 namespace {
@@ -12,7 +14,17 @@ std::string_view as_text(pn_data_t* d) {
 }
 bool is_text(pn_data_t* d) { return pn_data_type(d) == PN_STRING || pn_data_type(d) == PN_SYMBOL; }
 
+// Shortest text that reads back as the same float or double ("0.1", "1e-05").
+template <class F> std::string decimal_text(F v) {
+    char buf[64];
+    auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+    return ec == std::errc{} ? std::string(buf, end) : std::string("nan");
+}
+
 // A scalar AMQP value as an attribute value; nullopt for lists, maps, ...
+// Attribute values have no floating-point type: a float or double arrives
+// as its decimal text, for the operation to parse (not dropped, so that
+// e.g. a weight of 0.5 is not silently ignored).
 std::optional<plugins::attribute_value> scalar(pn_data_t* d) {
     switch (pn_data_type(d)) {
     case PN_NULL: return plugins::attribute_value{};
@@ -25,6 +37,8 @@ std::optional<plugins::attribute_value> scalar(pn_data_t* d) {
     case PN_INT: return plugins::attribute_value{int64_t{pn_data_get_int(d)}};
     case PN_ULONG: return plugins::attribute_value{static_cast<int64_t>(pn_data_get_ulong(d))};
     case PN_LONG: return plugins::attribute_value{static_cast<int64_t>(pn_data_get_long(d))};
+    case PN_FLOAT: return plugins::attribute_value{decimal_text(pn_data_get_float(d))};
+    case PN_DOUBLE: return plugins::attribute_value{decimal_text(pn_data_get_double(d))};
     case PN_STRING:
     case PN_SYMBOL: return plugins::attribute_value{std::string(as_text(d))};
     default: return std::nullopt;

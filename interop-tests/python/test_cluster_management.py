@@ -1,5 +1,9 @@
 """Management of a cluster: any node answers for the whole cluster's nodes
-and queue owners, and moves and drains queues through the metadata store."""
+and queue owners, moves and drains queues through the metadata store, and
+rebalances them."""
+import collections
+import time
+
 import pytest
 from proton import Message
 
@@ -10,6 +14,14 @@ from mgmt_client import Mgmt
 @pytest.fixture
 def cluster():
     c = Cluster(n=3, wlm={"lease-ttl": 1, "poll-interval": 0.05, "rules": '["* -> node:n2"]'})
+    yield c
+    c.stop()
+
+
+@pytest.fixture
+def free_cluster():
+    """No rules: placement and REBALANCE may use every node."""
+    c = Cluster(n=3, wlm={"lease-ttl": 1, "poll-interval": 0.05})
     yield c
     c.stop()
 
@@ -122,9 +134,123 @@ def test_the_placement_policy_is_read_and_changed_through_management(cluster):
         assert m.call("READ", type="wharf.placement", name="placement")[2]["source"] == "management"
         status, desc, _ = m.call("UPDATE", type="placement", name="placement", body={"policy": "random"})
         assert status == 400 and "random" in desc
-        assert m.call("REBALANCE", type="placement", name="placement")[0] == 501
     finally:
         m.close()
+
+
+def test_nodes_show_lease_expiry_and_load_score(cluster):
+    conn = connect(cluster.nodes[0])
+    try:
+        conn.create_sender("scored").send(Message(body="x", durable=True))  # the rule puts it on n2
+    finally:
+        conn.close()
+    m = Mgmt(cluster.nodes[2].url)
+    try:
+        before_ms = time.time() * 1000
+        nodes = {r["name"]: r for r in m.query("wharf.node")}
+        weights = m.call("READ", type="wharf.placement", name="placement")[2]
+    finally:
+        m.close()
+    owned = collections.Counter(node for node, _ in cluster.owners().values())
+    assert owned["n2"] >= 1
+    for r in nodes.values():
+        # Live members: the lease lapses in the future (lease-ttl is 1 s, renewed every third of it).
+        assert before_ms < r["leaseExpiry"] < before_ms + 5000, r
+        # The score placement uses: queues owned, messages and connections, weighted.
+        expected = (owned[r["name"]] * float(weights["weightQueues"]) +
+                    r["messages"] * float(weights["weightMessages"]) +
+                    r["connections"] * float(weights["weightConnections"]))
+        assert float(r["loadScore"]) == pytest.approx(expected), r
+
+
+def test_placement_weights_are_read_and_changed_and_every_node_places_with_them(free_cluster):
+    n1, n2, n3 = free_cluster.nodes
+    m1, m3 = Mgmt(n1.url), Mgmt(n3.url)
+    try:
+        status, _, body = m1.call("READ", type="wharf.placement", name="placement")
+        assert status == 200
+        assert (body["weightQueues"], body["weightMessages"], body["weightMessageRate"], body["weightConnections"],
+                body["weightsSource"]) == ("1.0", "0.001", "0.01", "0.1", "config")
+        for bad in [{"weightConnections": -1}, {"weightQueues": "heavy"}, {"weightMessages": True}]:
+            status, desc, _ = m1.call("UPDATE", type="placement", name="placement", body=bad)
+            assert status == 400 and list(bad)[0] in desc, (bad, status, desc)
+        assert m1.call("READ", type="wharf.placement", name="placement")[2]["weightsSource"] == "config"
+
+        assert m1.call("CREATE", type="wharf.queue", name="weighed", body={"node": "n1"})[0] == 201
+        status, desc, body = m1.call("UPDATE", type="placement", name="placement",
+                                     body={"weightQueues": 1000, "weightMessages": 0.5})
+        assert status == 200, (status, desc)
+        assert (body["weightQueues"], body["weightMessages"], body["weightsSource"]) == ("1000.0", "0.5", "management")
+        assert body["weightConnections"] == "0.1"  # not given: kept
+
+        # n3 places with the new weights: n1's one queue now scores over 1000.
+        probes = iter(range(1000))
+
+        def placed_with_new_weights():
+            status, desc, body = m3.call("CREATE", type="queue", name="probe-%d" % next(probes))
+            assert status == 201, (status, desc)
+            return "n1=100" in body["reason"] and body["node"] != "n1"
+        free_cluster.wait_for(placed_with_new_weights, what="n3 to place with the new weights")
+    finally:
+        m1.close()
+        m3.close()
+
+
+def test_rebalance_evens_out_queues_made_on_one_node_without_losing_a_message(free_cluster):
+    n1, n2, n3 = free_cluster.nodes
+    queues = ["rb-%d" % i for i in range(9)]
+    m3 = Mgmt(n3.url)
+    try:
+        for q in queues:
+            status, desc, _ = m3.call("CREATE", type="wharf.queue", name=q, body={"node": "n1"})
+            assert status == 201, (q, status, desc)
+    finally:
+        m3.close()
+    conn = connect(n1)
+    try:
+        for q in queues:
+            snd = conn.create_sender(q)
+            for i in range(5):
+                snd.send(Message(id="%s/%d" % (q, i), body="m", durable=True))
+    finally:
+        conn.close()
+
+    def counts():
+        owners = {q: o for q, o in free_cluster.owners().items() if q in queues}
+        if any(moving for _, moving in owners.values()):
+            return None
+        return collections.Counter(node for node, _ in owners.values())
+
+    m2 = Mgmt(n2.url)  # any node will do
+    try:
+        status, desc, body = m2.call("REBALANCE", type="wharf.placement", name="placement", body={"dryRun": True})
+        assert status == 200 and body["moves"] == 6 and body["dryRun"] is True, (status, desc, body)
+        assert counts() == {"n1": 9}  # a dry run only plans
+        status, desc, _ = m2.call("REBALANCE", type="wharf.placement", name="placement", body={"max": 0})
+        assert status == 400 and "max" in desc
+        status, desc, body = m2.call("REBALANCE", type="wharf.placement", name="placement")
+        assert status == 200 and body["moves"] == 6, (status, desc, body)
+        moves = body["plan"].split(",")
+        assert len(moves) == 6 and all(mv.split(":")[1].startswith("n1->") for mv in moves), body["plan"]
+    finally:
+        m2.close()
+    final = free_cluster.wait_for(lambda: (lambda c: c if c and max(c.values()) - min(c.values()) <= 1 and
+                                           len(c) == 3 else None)(counts()),
+                                  what="the moves to even out the queues")
+    assert sorted(final.values()) == [3, 3, 3]
+    # Every message travelled with its queue.
+    conn = connect(n1)
+    try:
+        got = set()
+        for q in queues:
+            r = conn.create_receiver(q, credit=10)
+            for _ in range(5):
+                got.add(r.receive(timeout=10).id)
+                r.accept()
+            r.close()
+        assert got == {"%s/%d" % (q, i) for q in queues for i in range(5)}
+    finally:
+        conn.close()
 
 
 def test_create_a_queue_on_a_chosen_node_and_see_it_from_another(cluster):

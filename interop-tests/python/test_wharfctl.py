@@ -193,8 +193,13 @@ def test_create_a_queue_on_a_chosen_node_and_see_it_from_another(cluster):
     made = json.loads(out.stdout)
     assert made["node"] == "n3" and made["maxDepth"] == 500
     send(n1.url, "ctl-made", 2)  # through n1, stored at n3
-    seen = {r["name"]: r for r in rows(ok_json(n2.url, "query", "queue", "--attrs", "name,node,depth,maxDepth"))}
-    assert seen["ctl-made"] == {"name": "ctl-made", "node": "n3", "depth": 2, "maxDepth": 500}
+
+    def seen_from_n2():
+        seen = {r["name"]: r for r in rows(ok_json(n2.url, "query", "queue", "--attrs", "name,node,depth,maxDepth"))}
+        return seen.get("ctl-made")
+    # n3 applies the settings within its poll interval of the queue's first use.
+    wait_for(lambda: (seen_from_n2() or {}).get("maxDepth") == 500, timeout=10, what="n3 to apply maxDepth")
+    assert seen_from_n2() == {"name": "ctl-made", "node": "n3", "depth": 2, "maxDepth": 500}
     out = wharfctl(n2.url, "create", "queue", "ctl-made", "node=n1")
     assert out.returncode == 1 and "403" in out.stderr and "exists" in out.stderr
 

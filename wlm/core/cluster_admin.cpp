@@ -14,7 +14,10 @@ result<cluster_view, std::string> read_cluster(metadata_store& store) {
     if (!nodes) return fail(describe(nodes.error()));
     for (const auto& kv : *nodes) {
         const std::string id = kv.key.substr(nodes_prefix.size());
-        if (auto n = decode_node(id, kv.value)) v.nodes.emplace(id, std::move(*n));
+        if (auto n = decode_node(id, kv.value)) {
+            n->lease = kv.lease;
+            v.nodes.emplace(id, std::move(*n));
+        }
     }
     auto owners = store.list(owners_prefix);
     if (!owners) return fail(describe(owners.error()));
@@ -28,6 +31,26 @@ result<cluster_view, std::string> read_cluster(metadata_store& store) {
     if (!drains) return fail(describe(drains.error()));
     for (const auto& kv : *drains) v.drains.insert(kv.key.substr(drain_prefix.size()));
     return v;
+}
+
+result<placement_settings, std::string> read_placement(metadata_store& store, policy_kind configured_policy,
+                                                       const placement_weights& configured_weights) {
+    auto cur = store.get(placement_key);
+    if (!cur) return fail(describe(cur.error()));
+    placement_settings s;
+    s.policy = configured_policy;
+    s.weights = configured_weights;
+    std::optional<placement_record> rec;
+    if (*cur) rec = decode_placement((*cur)->value);
+    if (rec && rec->policy) {
+        s.policy = *rec->policy;
+        s.policy_from_store = true;
+    }
+    if (rec && rec->weights) {
+        s.weights = *rec->weights;
+        s.weights_from_store = true;
+    }
+    return s;
 }
 
 result<owner_record, std::string> request_move(metadata_store& store, const std::string& queue,

@@ -14,6 +14,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <vector>
 
 namespace wharf::wlm {
 
@@ -24,6 +25,38 @@ struct cluster_view {
 };
 
 result<cluster_view, std::string> read_cluster(metadata_store& store);
+
+// The placement policy and weights in force: the store's "placement" record
+// (management's) over the configured ones, each part on its own. A record
+// that cannot be read counts as none, as the nodes treat it.
+struct placement_settings {
+    policy_kind policy = policy_kind::least_loaded;
+    placement_weights weights;
+    bool policy_from_store = false;
+    bool weights_from_store = false;
+};
+result<placement_settings, std::string> read_placement(metadata_store& store, policy_kind configured_policy,
+                                                       const placement_weights& configured_weights);
+
+// The figures placement decides with, one per live node (in id order): the
+// node's record, with `queues` counted from the owner records (a moving
+// queue counts at its next owner), so that a burst of decisions spreads
+// before the next heartbeat, and state draining as soon as a drain is asked.
+// `owners`: queue -> owner_record, any map type.
+template <class Owners>
+std::vector<node_load> placement_loads(const std::map<std::string, node_record>& nodes, const Owners& owners,
+                                       const std::set<std::string>& drains) {
+    std::map<std::string, uint64_t> owned;
+    for (const auto& [q, o] : owners) ++owned[o.moving() ? o.to : o.node];
+    std::vector<node_load> out;
+    for (const auto& [id, n] : nodes) {
+        node_load l = n.load;
+        l.queues = owned[id];
+        if (drains.count(id)) l.st = node_load::state::draining;
+        out.push_back(std::move(l));
+    }
+    return out;
+}
 
 // Asks the owner of `queue` to hand it to `target`. Refused when the queue
 // has no owner, the owner or the target is not a live member, the target is

@@ -214,7 +214,7 @@ void wlm_service::drain_some() {
         owner_record next = rec;
         {
             std::lock_guard l(mu_);
-            auto d = place(q, node_.node_id, candidates_locked(), rules_locked(), policy_locked(), opts_.weights,
+            auto d = place(q, node_.node_id, candidates_locked(), rules_locked(), policy_locked(), weights_locked(),
                            placement_);
             if (!d || d->node == node_.node_id) {
                 spdlog::warn("{}: wlm: draining: queue '{}' has nowhere to go: {}", node_.node_id, q,
@@ -251,7 +251,7 @@ void wlm_service::reassign_down() {
         owner_record next;
         {
             std::lock_guard l(mu_);
-            auto d = place(q, node_.node_id, candidates_locked(), rules_locked(), policy_locked(), opts_.weights,
+            auto d = place(q, node_.node_id, candidates_locked(), rules_locked(), policy_locked(), weights_locked(),
                            placement_);
             if (!d) {
                 spdlog::warn("{}: wlm: queue '{}' of down node {} cannot be reassigned: {}", node_.node_id, q,

@@ -143,4 +143,47 @@ plugins::queue_settings decode_settings(std::string_view value) {
     return s;
 }
 
+namespace {
+struct weight_field {
+    const char* key;
+    double placement_weights::*member;
+};
+constexpr weight_field weight_fields[] = {{"weight-queues", &placement_weights::queues},
+                                          {"weight-messages", &placement_weights::messages},
+                                          {"weight-message-rate", &placement_weights::message_rate},
+                                          {"weight-connections", &placement_weights::connections}};
+} // namespace
+
+std::string encode(const placement_record& p) {
+    std::string out;
+    if (p.policy) out = "policy=" + std::string(to_string(*p.policy));
+    if (p.weights)
+        for (const auto& f : weight_fields)
+            out += (out.empty() ? "" : ";") + std::string(f.key) + "=" + format_score((*p.weights).*f.member);
+    return out;
+}
+
+std::optional<placement_record> decode_placement(std::string_view value) {
+    auto f = fields(value);
+    placement_record p;
+    if (f.count("policy")) {
+        auto k = parse_policy_kind(f["policy"]);
+        if (!k) return std::nullopt;
+        p.policy = *k;
+    }
+    size_t weights = 0;
+    placement_weights w;
+    for (const auto& field : weight_fields) {
+        auto it = f.find(field.key);
+        if (it == f.end()) continue;
+        auto v = parse_weight(it->second);
+        if (!v) return std::nullopt;
+        w.*field.member = *v;
+        ++weights;
+    }
+    if (weights != 0 && weights != std::size(weight_fields)) return std::nullopt;
+    if (weights != 0) p.weights = w;
+    return p;
+}
+
 } // namespace wharf::wlm

@@ -8,7 +8,13 @@
 //   drain/<id>     present while an operator wants node <id> drained
 //   routes/<glob>  node=<id>|group=<name>;mode=relay|redirect|  (management's
 //                  routes: placement and serving mode of matching queues)
-//   placement      policy=<least-loaded|round-robin|consistent-hash|local>
+//   placement      [policy=<least-loaded|round-robin|consistent-hash|local>]
+//                  [;weight-queues=W;weight-messages=W;weight-message-rate=W;
+//                  weight-connections=W]  (management's placement settings;
+//                  a part left out is each node's configured one. Only
+//                  "policy=NAME" is written while no weights were set, which
+//                  nodes built before weights existed read too; they ignore
+//                  a record with weights and keep their configured policy.)
 //   settings/<queue> max-depth=N;max-depth-bytes=N;max-delivery-count=N;
 //                  overflow=block|reject;dead-letter=<name, to the end>
 //                  (management's settings of a queue, each optional: the
@@ -16,7 +22,9 @@
 // Pure functions; any thread.
 
 #include "plugins/api/queue_settings.hpp"
+#include "wlm/metadata/metadata_store.hpp"
 #include "wlm/placement/load_table.hpp"
+#include "wlm/placement/placement_policy.hpp"
 #include "wlm/placement/placement_rule.hpp"
 
 #include <cstdint>
@@ -37,6 +45,7 @@ struct node_record {
     std::string host;
     uint16_t port = 0;
     node_load load;   // node_id, state, groups, figures
+    lease_id lease = 0; // the membership lease the record is tied to (the store's, not encoded)
 };
 
 struct owner_record {
@@ -68,5 +77,15 @@ std::optional<owner_record> decode_owner(std::string_view value);
 std::string encode(const plugins::queue_settings& s);
 // Fields it cannot read are left unset.
 plugins::queue_settings decode_settings(std::string_view value);
+
+// Management's placement settings; each part unset: the node's config.
+struct placement_record {
+    std::optional<policy_kind> policy;
+    std::optional<placement_weights> weights; // all four, or none
+};
+std::string encode(const placement_record& p);
+// nullopt for a value that is not a placement record (an unknown policy, a
+// weight that is not a number >= 0, only some of the weights).
+std::optional<placement_record> decode_placement(std::string_view value);
 
 } // namespace wharf::wlm

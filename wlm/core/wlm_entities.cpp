@@ -2,6 +2,7 @@
 
 #include "plugins/api/queue_settings.hpp"
 #include "wlm/core/cluster_admin.hpp"
+#include "wlm/core/rebalance.hpp"
 #include "wlm/placement/placement_policy.hpp"
 
 #include <optional>
@@ -61,15 +62,29 @@ entity owner_entity(const std::string& queue, const owner_record& o, bool owner_
 } // namespace
 
 std::vector<std::string> node_entities::attribute_names() const {
-    return {"name", "host", "port", "state", "draining", "queues", "messages", "connections", "groups"};
+    return {"name",        "host",   "port",        "state",    "draining", "queues", "messages",
+            "connections", "groups", "leaseExpiry", "loadScore"};
 }
 
 result<std::vector<entity>, error> node_entities::query() {
     std::lock_guard l(s_->mu);
     auto v = read_cluster(*s_->store);
     if (!v) return fail(error{errc::internal_error, v.error()});
+    auto settings = read_placement(*s_->store, config_.policy, config_.weights);
+    if (!settings) return fail(error{errc::internal_error, settings.error()});
     std::vector<entity> out;
-    for (const auto& [id, n] : v->nodes) out.push_back(node_entity(id, &n, v->drains.count(id) != 0));
+    // Live members, with the figures placement uses (queues owned by the
+    // records rather than the heartbeat's count).
+    for (const auto& load : placement_loads(v->nodes, v->owners, v->drains)) {
+        const node_record& n = v->nodes.at(load.node_id);
+        entity e = node_entity(load.node_id, &n, v->drains.count(load.node_id) != 0);
+        auto expiry = s_->store->lease_expiry(n.lease);
+        if (expiry) e["leaseExpiry"] = *expiry;
+        else if (expiry.error().code == store_errc::lease_expired) e["leaseExpiry"] = plugins::attribute_value();
+        else return fail(error{errc::internal_error, "metadata store: " + expiry.error().description});
+        e["loadScore"] = format_score(load_score(load, settings->weights));
+        out.push_back(std::move(e));
+    }
     // Nodes known but not live: asked to drain, or owning queues (down).
     std::set<std::string> down;
     for (const auto& id : v->drains)
@@ -255,36 +270,154 @@ result<entity, error> route_entities::invoke(std::string_view op, std::string_vi
 
 // ---- wharf.placement -------------------------------------------------------------
 
+namespace {
+constexpr int64_t max_rebalance_moves = 1000;
+
+struct weight_attribute {
+    const char* name;
+    double placement_weights::*member;
+};
+constexpr weight_attribute weight_attributes[] = {{"weightQueues", &placement_weights::queues},
+                                                  {"weightMessages", &placement_weights::messages},
+                                                  {"weightMessageRate", &placement_weights::message_rate},
+                                                  {"weightConnections", &placement_weights::connections}};
+
+entity placement_entity(const placement_settings& s) {
+    entity e{{"name", std::string("placement")},
+             {"policy", std::string(to_string(s.policy))},
+             {"source", std::string(s.policy_from_store ? "management" : "config")},
+             {"weightsSource", std::string(s.weights_from_store ? "management" : "config")}};
+    for (const auto& w : weight_attributes) e[w.name] = format_score(s.weights.*w.member);
+    return e;
+}
+
+// A weight argument: a whole number, or a decimal number as text (how a
+// floating-point number arrives).
+result<double, error> weight_arg(const char* name, const plugins::attribute_value& v) {
+    const auto bad = [&](const std::string& why) {
+        return fail(error{errc::invalid_field, std::string("'") + name + "': " + why});
+    };
+    if (auto* i = std::get_if<int64_t>(&v)) {
+        if (*i < 0) return bad(std::to_string(*i) + " is not a number >= 0");
+        return static_cast<double>(*i);
+    }
+    if (auto* t = std::get_if<std::string>(&v)) {
+        auto w = parse_weight(*t);
+        if (!w) return bad(w.error());
+        return *w;
+    }
+    return bad("a weight is a number >= 0");
+}
+} // namespace
+
+std::vector<std::string> placement_entities::attribute_names() const {
+    std::vector<std::string> out{"name", "policy", "source"};
+    for (const auto& w : weight_attributes) out.emplace_back(w.name);
+    out.emplace_back("weightsSource");
+    return out;
+}
+
 result<std::vector<entity>, error> placement_entities::query() {
     std::lock_guard l(s_->mu);
-    auto cur = s_->store->get(placement_key);
-    if (!cur) return fail(error{errc::internal_error, "metadata store: " + cur.error().description});
-    std::string policy = configured_, source = "config";
-    if (*cur && (*cur)->value.rfind("policy=", 0) == 0) {
-        policy = (*cur)->value.substr(7);
-        source = "management";
-    }
-    return std::vector<entity>{{{"name", std::string("placement")}, {"policy", policy}, {"source", source}}};
+    auto s = read_placement(*s_->store, configured_.policy, configured_.weights);
+    if (!s) return fail(error{errc::internal_error, s.error()});
+    return std::vector<entity>{placement_entity(*s)};
 }
 
 result<entity, error> placement_entities::invoke(std::string_view op, std::string_view, const entity& args) {
-    if (op != "UPDATE") return fail(unknown_operation(type_name(), op, operation_names()));
-    const auto policy = text_arg(args, "policy");
-    if (!policy) return fail(error{errc::invalid_field, "UPDATE of wharf.placement needs 'policy' (a string)"});
-    auto parsed = parse_policy_kind(*policy);
-    if (!parsed) return fail(error{errc::invalid_field, "'policy': " + parsed.error()});
-    {
-        std::lock_guard l(s_->mu);
-        for (int attempt = 0; attempt < 5; ++attempt) {
-            auto cur = s_->store->get(placement_key);
-            if (!cur) return fail(error{errc::internal_error, "metadata store: " + cur.error().description});
-            auto put = s_->store->compare_and_set(placement_key, *cur ? (*cur)->version : 0, "policy=" + *policy);
-            if (put) break;
-            if (put.error().code != store_errc::conflict)
-                return fail(error{errc::internal_error, "metadata store: " + put.error().description});
-        }
+    if (op == "UPDATE") return update(args);
+    if (op == "REBALANCE") return rebalance(args);
+    return fail(unknown_operation(type_name(), op, operation_names()));
+}
+
+result<entity, error> placement_entities::update(const entity& args) {
+    std::optional<policy_kind> policy;
+    if (const auto text = text_arg(args, "policy")) {
+        if (*text == "\x01") return fail(error{errc::invalid_field, "'policy' must be a string"});
+        auto parsed = parse_policy_kind(*text);
+        if (!parsed) return fail(error{errc::invalid_field, "'policy': " + parsed.error()});
+        policy = *parsed;
     }
-    return entity{{"name", std::string("placement")}, {"policy", *policy}, {"source", std::string("management")}};
+    std::vector<std::pair<double placement_weights::*, double>> weights;
+    for (const auto& w : weight_attributes) {
+        auto it = args.find(w.name);
+        if (it == args.end()) continue;
+        auto v = weight_arg(w.name, it->second);
+        if (!v) return fail(v.error());
+        weights.emplace_back(w.member, *v);
+    }
+    if (!policy && weights.empty())
+        return fail(error{errc::invalid_field, "UPDATE of wharf.placement takes 'policy' (a string) and/or weights: "
+                                               "weightQueues, weightMessages, weightMessageRate, weightConnections"});
+    std::lock_guard l(s_->mu);
+    for (int attempt = 0; attempt < 5; ++attempt) {
+        auto cur = s_->store->get(placement_key);
+        if (!cur) return fail(error{errc::internal_error, "metadata store: " + cur.error().description});
+        placement_record rec;
+        if (*cur) rec = decode_placement((*cur)->value).value_or(placement_record{});
+        if (policy) rec.policy = policy;
+        if (!weights.empty()) {
+            // Weights not given keep their value in force (this node's config
+            // until management sets them).
+            placement_weights w = rec.weights.value_or(configured_.weights);
+            for (const auto& [member, value] : weights) w.*member = value;
+            rec.weights = w;
+        }
+        auto put = s_->store->compare_and_set(placement_key, *cur ? (*cur)->version : 0, encode(rec));
+        if (put) {
+            auto now = read_placement(*s_->store, configured_.policy, configured_.weights);
+            if (!now) return fail(error{errc::internal_error, now.error()});
+            return placement_entity(*now);
+        }
+        if (put.error().code != store_errc::conflict)
+            return fail(error{errc::internal_error, "metadata store: " + put.error().description});
+    }
+    return fail(error{errc::not_allowed, "wharf.placement keeps changing meanwhile; try again"});
+}
+
+result<entity, error> placement_entities::rebalance(const entity& args) {
+    int64_t max = 16;
+    if (auto it = args.find("max"); it != args.end()) {
+        auto* n = std::get_if<int64_t>(&it->second);
+        if (n == nullptr || *n < 1 || *n > max_rebalance_moves)
+            return fail(error{errc::invalid_field, "'max' must be a whole number from 1 to " +
+                                                       std::to_string(max_rebalance_moves) +
+                                                       " (the most moves to start; default 16)"});
+        max = *n;
+    }
+    bool dry_run = false;
+    if (auto it = args.find("dryRun"); it != args.end()) {
+        auto* b = std::get_if<bool>(&it->second);
+        if (b == nullptr) return fail(error{errc::invalid_field, "'dryRun' must be true or false"});
+        dry_run = *b;
+    }
+    std::lock_guard l(s_->mu);
+    auto v = read_cluster(*s_->store);
+    if (!v) return fail(error{errc::internal_error, v.error()});
+    auto routes = s_->store->list(routes_prefix);
+    if (!routes) return fail(error{errc::internal_error, "metadata store: " + routes.error().description});
+    std::vector<placement_rule> rules; // as placement tries them: routes, then this node's configured rules
+    for (const auto& kv : *routes)
+        if (auto r = decode_route(kv.key.substr(routes_prefix.size()), kv.value)) rules.push_back(r->rule);
+    rules.insert(rules.end(), configured_.rules.begin(), configured_.rules.end());
+    auto plan = plan_rebalance(placement_loads(v->nodes, v->owners, v->drains), v->owners, rules,
+                               static_cast<size_t>(max));
+    if (dry_run)
+        return entity{{"name", std::string("placement")}, {"dryRun", true},
+                      {"moves", static_cast<int64_t>(plan.size())}, {"plan", describe(plan)}};
+    // The owners carry the moves out at their next tick, as for MOVE. A move
+    // refused meanwhile (the queue started moving, a node left) is reported.
+    std::vector<rebalance_move> started;
+    std::string refused_moves;
+    for (const auto& m : plan) {
+        auto r = request_move(*s_->store, m.queue, m.to);
+        if (r) started.push_back(m);
+        else refused_moves += (refused_moves.empty() ? "" : "; ") + m.queue + "->" + m.to + ": " + r.error();
+    }
+    entity e{{"name", std::string("placement")}, {"dryRun", false},
+             {"moves", static_cast<int64_t>(started.size())}, {"plan", describe(started)}};
+    if (!refused_moves.empty()) e["refused"] = refused_moves;
+    return e;
 }
 
 } // namespace wharf::wlm

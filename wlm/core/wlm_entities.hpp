@@ -1,14 +1,16 @@
 #pragma once
 // The WLM's management entity types, served by AMQP management (issue #6):
 //   wharf.node   the cluster's live members (and nodes asked to
-//                        drain): address, state, load; DRAIN, UNDRAIN
+//                        drain): address, state, load, lease expiry, load
+//                        score; DRAIN, UNDRAIN
 //   wharf.owner  every queue's owner: node, epoch, state, next
 //                        owner while moving, the reason; MOVE (arg "node")
 //   wharf.route      management's routes: pattern -> node or group, and the
 //                    serving mode (relay, redirect) of matching queues;
 //                    CREATE, UPDATE, DELETE (every node follows within a
 //                    poll interval)
-//   wharf.placement  the cluster's placement policy; UPDATE
+//   wharf.placement  the cluster's placement policy and weights; UPDATE,
+//                    REBALANCE (moves that even out queue counts)
 // Node and owner read and write the metadata store through cluster_admin,
 // so they say exactly what wharf-wlm says.
 //
@@ -17,6 +19,8 @@
 
 #include "plugins/api/plugin.hpp"
 #include "wlm/metadata/metadata_store.hpp"
+#include "wlm/placement/placement_policy.hpp"
+#include "wlm/placement/placement_rule.hpp"
 
 #include <functional>
 #include <memory>
@@ -32,9 +36,18 @@ struct shared_store {
     std::unique_ptr<metadata_store> store;
 };
 
+// This node's [plugin.wlm] placement settings. The store's "placement"
+// record (management's UPDATE) overrides the policy and the weights.
+struct placement_config {
+    policy_kind policy = policy_kind::least_loaded;
+    placement_weights weights;
+    std::vector<placement_rule> rules;
+};
+
 class node_entities final : public plugins::entity_type {
   public:
-    explicit node_entities(std::shared_ptr<shared_store> s) : s_(std::move(s)) {}
+    explicit node_entities(std::shared_ptr<shared_store> s, placement_config config = {})
+        : s_(std::move(s)), config_(std::move(config)) {}
     std::string_view type_name() const override { return "wharf.node"; }
     std::vector<std::string> attribute_names() const override;
     // UPDATE {state: "draining" | "active"} is DRAIN / UNDRAIN.
@@ -45,6 +58,7 @@ class node_entities final : public plugins::entity_type {
 
   private:
     std::shared_ptr<shared_store> s_;
+    placement_config config_; // for the weights of loadScore
 };
 
 // Also offered as part of wharf.queue: management merges it with the
@@ -93,18 +107,23 @@ class route_entities final : public plugins::entity_type {
 
 class placement_entities final : public plugins::entity_type {
   public:
-    placement_entities(std::shared_ptr<shared_store> s, std::string configured)
+    placement_entities(std::shared_ptr<shared_store> s, placement_config configured)
         : s_(std::move(s)), configured_(std::move(configured)) {}
     std::string_view type_name() const override { return "wharf.placement"; }
-    std::vector<std::string> attribute_names() const override { return {"name", "policy", "source"}; }
-    std::vector<std::string> operation_names() const override { return {"UPDATE"}; }
+    std::vector<std::string> attribute_names() const override;
+    std::vector<std::string> operation_names() const override { return {"UPDATE", "REBALANCE"}; }
     result<std::vector<plugins::entity>, error> query() override;
+    // UPDATE {policy, weightQueues, weightMessages, weightMessageRate,
+    // weightConnections}: any of them. REBALANCE [{max, dryRun}].
     result<plugins::entity, error> invoke(std::string_view op, std::string_view name,
                                           const plugins::entity& args) override;
 
   private:
+    result<plugins::entity, error> update(const plugins::entity& args);
+    result<plugins::entity, error> rebalance(const plugins::entity& args);
+
     std::shared_ptr<shared_store> s_;
-    std::string configured_; // the policy in this node's config file
+    placement_config configured_; // this node's config file's
 };
 
 } // namespace wharf::wlm

@@ -22,6 +22,15 @@ result<wlm_options::serve_mode, std::string> parse_mode(const std::string& v) {
     return fail("'" + v + "' is not a mode (relay or redirect)");
 }
 
+// The placement weight a key sets ("weight-messages"), or nullptr.
+double* weight_of(placement_weights& w, const std::string& key) {
+    if (key == "weight-queues") return &w.queues;
+    if (key == "weight-messages") return &w.messages;
+    if (key == "weight-message-rate") return &w.message_rate;
+    if (key == "weight-connections") return &w.connections;
+    return nullptr;
+}
+
 std::string trim(std::string s) {
     const size_t b = s.find_first_not_of(" \t");
     const size_t e = s.find_last_not_of(" \t");
@@ -57,6 +66,10 @@ result<wlm_options, std::string> parse_wlm_options(const plugins::options& opts)
             auto s = seconds_of(key, values);
             if (!s) return fail(s.error());
             o.poll = std::chrono::milliseconds(std::max<int64_t>(10, static_cast<int64_t>(*s * 1000)));
+        } else if (auto* w = weight_of(o.weights, key)) {
+            auto v = parse_weight(values[0]);
+            if (!v) return fail("plugin.wlm." + key + ": " + v.error());
+            *w = *v;
         } else if (key == "groups") {
             o.groups = values;
         } else if (key == "reassign-after") {
@@ -83,7 +96,8 @@ result<wlm_options, std::string> parse_wlm_options(const plugins::options& opts)
         } else {
             return fail("plugin.wlm." + key +
                         ": unknown key (known: placement, rules, lease-ttl, poll-interval, groups, "
-                        "reassign-after, park-timeout, mode, mode-rules)");
+                        "reassign-after, park-timeout, mode, mode-rules, weight-queues, weight-messages, "
+                        "weight-message-rate, weight-connections)");
         }
     }
     return o;

@@ -1,5 +1,6 @@
 #include "wlm/core/wlm_service.hpp"
 
+#include "wlm/core/cluster_admin.hpp"
 #include "wlm/metadata/sqlite_metadata_store.hpp"
 
 #include <spdlog/spdlog.h>
@@ -30,13 +31,14 @@ std::optional<std::string> wlm_service::start() {
     if (!admin) return admin.error().description;
     admin_ = std::make_shared<shared_store>();
     admin_->store = std::move(admin.value());
-    node_entities_ = std::make_unique<node_entities>(admin_);
+    const placement_config configured{opts_.policy, opts_.weights, opts_.rules};
+    node_entities_ = std::make_unique<node_entities>(admin_, configured);
     owner_entities_ = std::make_unique<owner_entities>(admin_);
     queue_owner_entities_ = std::make_unique<owner_entities>(
         admin_, "wharf.queue", [this](const std::string& q, const std::string& n) { return decide_owner(q, n); });
     route_entities_ = std::make_unique<route_entities>(admin_);
     queue_admin_ = std::make_unique<queue_admin>(admin_, ctx_, node_.node_id);
-    placement_entities_ = std::make_unique<placement_entities>(admin_, std::string(to_string(opts_.policy)));
+    placement_entities_ = std::make_unique<placement_entities>(admin_, configured);
     if (auto bad = register_node()) return bad;
     if (!load_all()) return "cannot read the cluster's state from " + node_.metadata;
     serving_ = true;
@@ -189,6 +191,7 @@ bool wlm_service::load_all() {
     policy_override_.reset();
     settings_.clear();
     for (const auto& kv : *settings) settings_[kv.key.substr(settings_prefix.size())] = kv.value;
+    weights_override_.reset();
     for (const auto& kv : *routes) {
         const std::string pattern = kv.key.substr(routes_prefix.size());
         if (auto r = decode_route(pattern, kv.value)) routes_[pattern] = std::move(*r);
@@ -239,16 +242,18 @@ void wlm_service::apply(const change& c) {
         if (c.kind == change::erase) settings_.erase(q);
         else settings_[q] = c.kv.value;
     } else if (key == placement_key) {
-        if (c.kind == change::erase) policy_override_.reset();
+        if (c.kind == change::erase) apply_placement("");
         else apply_placement(c.kv.value);
     }
 }
 
-// The store's "placement" record: policy=NAME.
+// The store's "placement" record (records.hpp): management's policy and
+// weights; a part left out, or a record this node cannot read, leaves the
+// configured one in force.
 void wlm_service::apply_placement(std::string_view value) {
-    constexpr std::string_view key = "policy=";
-    if (value.rfind(key, 0) != 0) return;
-    if (auto p = parse_policy_kind(std::string(value.substr(key.size())))) policy_override_ = *p;
+    auto rec = decode_placement(value).value_or(placement_record{});
+    policy_override_ = rec.policy;
+    weights_override_ = rec.weights;
 }
 
 void wlm_service::poll_changes() {
@@ -280,7 +285,7 @@ result<std::pair<std::string, std::string>, error> wlm_service::decide_owner(con
             return fail(error{errc::not_allowed, "node '" + node + "' is draining: it takes no queues"});
         return std::make_pair(node, std::string("created by management on node " + node));
     }
-    auto d = place(queue, node_.node_id, candidates_locked(), rules_locked(), policy_locked(), opts_.weights,
+    auto d = place(queue, node_.node_id, candidates_locked(), rules_locked(), policy_locked(), weights_locked(),
                    placement_);
     if (!d) return fail(error{errc::not_allowed, "no node can take queue '" + queue + "': " + d.error()});
     return std::make_pair(d->node, "created by management; " + d->reason);
@@ -307,16 +312,7 @@ wlm_options::serve_mode wlm_service::mode_locked(std::string_view queue) const {
 }
 
 std::vector<node_load> wlm_service::candidates_locked() const {
-    std::map<std::string, uint64_t> owned;
-    for (const auto& [q, o] : owners_) ++owned[o.moving() ? o.to : o.node];
-    std::vector<node_load> out;
-    for (const auto& [id, n] : nodes_) {
-        node_load l = n.load;
-        l.queues = owned[id]; // what the cluster knows now, not the last heartbeat
-        if (drains_.count(id)) l.st = node_load::state::draining; // before its heartbeat says so
-        out.push_back(std::move(l));
-    }
-    return out;
+    return placement_loads(nodes_, owners_, drains_);
 }
 
 plugins::resolution wlm_service::answer_locked(const std::string& queue) const {
@@ -430,7 +426,7 @@ void wlm_service::assign(const std::string& queue) {
         {
             std::lock_guard l(mu_);
             auto d = place(queue, node_.node_id, candidates_locked(), rules_locked(), policy_locked(),
-                           opts_.weights, placement_);
+                           weights_locked(), placement_);
             if (!d) {
                 spdlog::warn("{}: wlm: cannot place queue '{}': {}", node_.node_id, queue, d.error());
                 return;

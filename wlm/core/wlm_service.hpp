@@ -49,7 +49,7 @@ namespace wharf::wlm {
 struct wlm_options {
     policy_kind policy = policy_kind::least_loaded;
     std::vector<placement_rule> rules;
-    placement_weights weights;
+    placement_weights weights; // weight-queues, weight-messages, weight-message-rate, weight-connections
     std::chrono::milliseconds lease_ttl{10000};
     std::chrono::milliseconds poll{200};
     std::vector<std::string> groups;
@@ -114,6 +114,7 @@ class wlm_service final : public plugins::plugin, public plugins::address_resolv
     // Management's routes (from the store) before the configured rules.
     std::vector<placement_rule> rules_locked() const;
     policy_kind policy_locked() const { return policy_override_.value_or(opts_.policy); }
+    placement_weights weights_locked() const { return weights_override_.value_or(opts_.weights); }
     wlm_options::serve_mode mode_locked(std::string_view queue) const;
 
     // handover.cpp (worker thread)
@@ -159,6 +160,7 @@ class wlm_service final : public plugins::plugin, public plugins::address_resolv
     std::map<std::string, route_record> routes_;   // by pattern
     std::optional<policy_kind> policy_override_;   // the store's placement policy
     std::map<std::string, std::string> settings_;  // by queue: management's settings record
+    std::optional<placement_weights> weights_override_; // and weights
     std::deque<request> requests_;
     std::vector<parked> parked_;
     bool stop_ = false;

@@ -68,6 +68,12 @@ class metadata_store {
     // (its keys are then gone).
     virtual result<bool, store_error> keep_alive(lease_id id) = 0;
     virtual result<bool, store_error> revoke_lease(lease_id id) = 0;
+    // When the lease lapses unless renewed: wall-clock milliseconds since
+    // the Unix epoch, by the backend's clock (the one that expires it);
+    // lease_expired if it already lapsed or was revoked. For operators
+    // (management shows each node's), not for deciding anything: the
+    // answer is stale as soon as the owner renews.
+    virtual result<int64_t, store_error> lease_expiry(lease_id id) = 0;
 
     // The store-wide revision now (every write increments it).
     virtual result<uint64_t, store_error> revision() = 0;

@@ -105,6 +105,7 @@ struct sqlite_metadata_store::impl {
               leases_expired(db, "SELECT id FROM leases WHERE expires_at_ms <= ?1 ORDER BY id"),
               leases_any_expired(db, "SELECT EXISTS (SELECT 1 FROM leases WHERE expires_at_ms <= ?1)"),
               lease_live(db, "SELECT 1 FROM leases WHERE id = ?1 AND expires_at_ms > ?2"),
+              lease_expiry(db, "SELECT expires_at_ms FROM leases WHERE id = ?1 AND expires_at_ms > ?2"),
               lease_insert(db, "INSERT INTO leases(ttl_ms, expires_at_ms) VALUES (?1, ?2)"),
               lease_renew(db, "UPDATE leases SET expires_at_ms = ?2 + ttl_ms "
                               "WHERE id = ?1 AND expires_at_ms > ?2 RETURNING id"),
@@ -113,7 +114,8 @@ struct sqlite_metadata_store::impl {
         sqlite_statement revision_get, revision_bump, compacted_get, compacted_set;
         sqlite_statement change_insert, changes_first_young, changes_prune, changes_select;
         sqlite_statement kv_get, kv_list, kv_put, kv_delete, kv_keys_of_lease;
-        sqlite_statement leases_expired, leases_any_expired, lease_live, lease_insert, lease_renew, lease_delete;
+        sqlite_statement leases_expired, leases_any_expired, lease_live, lease_expiry, lease_insert, lease_renew,
+            lease_delete;
     };
 
     impl(const std::string& path, sqlite_store_options o) : options(std::move(o)), db(path, options.busy_timeout) {
@@ -479,6 +481,20 @@ result<bool, store_error> sqlite_metadata_store::revoke_lease(lease_id id) {
                 return false;
             impl_->drop_lease(id, now);
             return true;
+        });
+    });
+}
+
+result<int64_t, store_error> sqlite_metadata_store::lease_expiry(lease_id id) {
+    using R = result<int64_t, store_error>;
+    const std::string op = "lease_expiry " + std::to_string(id);
+    return impl_->guarded(op, [&]() -> R {
+        return impl_->read([&]() -> R {
+            sqlite_query q(impl_->st->lease_expiry);
+            q.bind(1, id).bind(2, impl_->options.now_ms());
+            if (!q.step())
+                return impl_->error(store_errc::lease_expired, op, "the lease has expired or was revoked");
+            return q.int64(0);
         });
     });
 }

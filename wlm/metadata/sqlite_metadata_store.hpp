@@ -74,6 +74,7 @@ class sqlite_metadata_store final : public metadata_store {
     result<lease_id, store_error> grant_lease(std::chrono::milliseconds ttl) override;
     result<bool, store_error> keep_alive(lease_id id) override;
     result<bool, store_error> revoke_lease(lease_id id) override;
+    result<int64_t, store_error> lease_expiry(lease_id id) override;
 
     result<uint64_t, store_error> revision() override;
     result<std::vector<change>, store_error> changes_since(std::string_view prefix, uint64_t after) override;

@@ -13,18 +13,6 @@ using candidates = std::vector<const node_load*>; // sorted by node id
 
 std::string quoted(std::string_view s) { return "'" + std::string(s) + "'"; }
 
-// Shortest round-trip form, always with a decimal point or exponent: 0.0, 3.0, 0.005.
-std::string format_score(double v) {
-    char buf[64];
-    auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
-    if (ec != std::errc{})
-        return "?";
-    std::string s(buf, end);
-    if (s.find_first_of(".en") == std::string::npos) // 'n' for nan/inf
-        s += ".0";
-    return s;
-}
-
 std::string join_ids(const candidates& c) {
     std::string out;
     for (const auto* n : c) {
@@ -149,6 +137,25 @@ std::string invalid_weights_reason(const placement_weights& w) {
             return std::string("placement weight ") + name + " must be a finite number >= 0, not " +
                    format_score(value);
     return {};
+}
+
+std::string format_score(double v) {
+    char buf[64];
+    auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+    if (ec != std::errc{})
+        return "?";
+    std::string s(buf, end);
+    if (s.find_first_of(".en") == std::string::npos) // 'n' for nan/inf
+        s += ".0";
+    return s;
+}
+
+result<double, std::string> parse_weight(std::string_view text) {
+    double v = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (text.empty() || ec != std::errc{} || end != text.data() + text.size() || !std::isfinite(v) || v < 0)
+        return fail(quoted(text) + " is not a number >= 0");
+    return v;
 }
 
 double load_score(const node_load& n, const placement_weights& w) {

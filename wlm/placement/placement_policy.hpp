@@ -27,8 +27,8 @@ std::string_view to_string(policy_kind p);
 // Parses one of the names above (exact, lower case); the error lists them.
 result<policy_kind, std::string> parse_policy_kind(std::string_view name);
 
-// least-loaded score = queues*queues + messages*messages
-//                    + message_rate*message_rate + connections*connections.
+// least-loaded score = w.queues*queues + w.messages*messages
+//                    + w.message_rate*message_rate + w.connections*connections.
 struct placement_weights {
     double queues = 1.0;
     double messages = 0.001;
@@ -40,6 +40,15 @@ struct placement_weights {
 std::string invalid_weights_reason(const placement_weights& w);
 
 double load_score(const node_load& n, const placement_weights& w);
+
+// A score or weight as text, as the reasons print it: the shortest form that
+// reads back as the same double, always with a decimal point or exponent
+// ("0.0", "3.1", "0.001").
+std::string format_score(double v);
+
+// A weight from text: a finite decimal number >= 0 ("1", "0.001", "1e-3");
+// the error says why not and quotes the text.
+result<double, std::string> parse_weight(std::string_view text);
 
 // Stable 64-bit hash of (queue, node) for rendezvous hashing: FNV-1a over a
 // length-prefixed encoding, then a MurmurHash3 finaliser. Identical on every

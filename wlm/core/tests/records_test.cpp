@@ -70,6 +70,38 @@ TEST(wlm_records, garbage_is_refused) {
     EXPECT_FALSE(decode_owner("node=n1;epoch=x"));
 }
 
+TEST(wlm_records, placement_keeps_the_old_policy_only_form_and_adds_weights) {
+    // What nodes wrote before weights existed reads the same.
+    auto old = decode_placement("policy=round-robin");
+    ASSERT_TRUE(old);
+    EXPECT_EQ(old->policy, policy_kind::round_robin);
+    EXPECT_FALSE(old->weights);
+    placement_record p;
+    p.policy = policy_kind::least_loaded;
+    EXPECT_EQ(encode(p), "policy=least-loaded"); // so those nodes still read a policy-only change
+
+    p.weights = placement_weights{2, 0.5, 0, 0.25};
+    auto back = decode_placement(encode(p));
+    ASSERT_TRUE(back) << encode(p);
+    EXPECT_EQ(back->policy, policy_kind::least_loaded);
+    ASSERT_TRUE(back->weights);
+    EXPECT_EQ(back->weights->queues, 2);
+    EXPECT_EQ(back->weights->messages, 0.5);
+    EXPECT_EQ(back->weights->message_rate, 0);
+    EXPECT_EQ(back->weights->connections, 0.25);
+
+    p.policy.reset(); // weights only: each node keeps its configured policy
+    back = decode_placement(encode(p));
+    ASSERT_TRUE(back) << encode(p);
+    EXPECT_FALSE(back->policy);
+    EXPECT_TRUE(back->weights);
+
+    EXPECT_FALSE(decode_placement("policy=random"));
+    EXPECT_FALSE(decode_placement("policy=local;weight-queues=1")); // some weights only
+    EXPECT_FALSE(decode_placement(
+        "weight-queues=-1;weight-messages=0;weight-message-rate=0;weight-connections=0"));
+}
+
 TEST(wlm_options, parse_and_errors_name_the_key) {
     plugins::options ok{{"placement", {"consistent-hash"}},
                         {"rules", {"orders.* -> node:n2"}},
@@ -94,6 +126,28 @@ TEST(wlm_options, parse_and_errors_name_the_key) {
     auto unknown = parse_wlm_options({{"lease-tll", {"1"}}});
     ASSERT_FALSE(unknown);
     EXPECT_NE(unknown.error().find("unknown key"), std::string::npos) << unknown.error();
+}
+
+TEST(wlm_options, placement_weights_are_keys_of_their_own) {
+    auto dflt = parse_wlm_options({});
+    ASSERT_TRUE(dflt);
+    EXPECT_EQ(dflt->weights.queues, placement_weights{}.queues);
+    auto o = parse_wlm_options({{"weight-queues", {"2"}},
+                                {"weight-messages", {"0.5"}},
+                                {"weight-message-rate", {"0"}},
+                                {"weight-connections", {"1e-3"}}});
+    ASSERT_TRUE(o) << o.error();
+    EXPECT_EQ(o->weights.queues, 2);
+    EXPECT_EQ(o->weights.messages, 0.5);
+    EXPECT_EQ(o->weights.message_rate, 0);
+    EXPECT_EQ(o->weights.connections, 0.001);
+    for (const char* key : {"weight-queues", "weight-messages", "weight-message-rate", "weight-connections"}) {
+        auto bad = parse_wlm_options({{key, {"-0.5"}}});
+        ASSERT_FALSE(bad) << key;
+        EXPECT_NE(bad.error().find(std::string("plugin.wlm.") + key + ": '-0.5' is not a number >= 0"),
+                  std::string::npos)
+            << bad.error();
+    }
 }
 
 TEST(wlm_options, serving_mode_defaults_to_relay_and_rules_pick_per_address) {

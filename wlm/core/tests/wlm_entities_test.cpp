@@ -1,5 +1,6 @@
 // The WLM's management entity types over a real SQLite metadata file: what
-// QUERY shows, and MOVE / DRAIN answering with the right condition.
+// QUERY shows, MOVE / DRAIN answering with the right condition, placement's
+// weights and REBALANCE.
 #include "wlm/core/cluster_admin.hpp"
 #include "wlm/core/wlm_entities.hpp"
 #include "wlm/metadata/tests/store_fixture.hpp"
@@ -18,6 +19,7 @@ class wlm_entities_test : public sqlite_metadata_store_test {
         ASSERT_TRUE(shared_->store);
         auto& st = *shared_->store;
         const lease_id lease = st.grant_lease(std::chrono::seconds(10)).value();
+        granted_at_ = clock_->load();
         for (const char* id : {"n1", "n2"}) {
             node_record n;
             n.host = "127.0.0.1";
@@ -37,7 +39,27 @@ class wlm_entities_test : public sqlite_metadata_store_test {
         return it != e.end() && std::holds_alternative<std::string>(it->second) ? std::get<std::string>(it->second)
                                                                                : std::string("<none>");
     }
+    static int64_t number(const plugins::entity& e, const std::string& key) {
+        auto it = e.find(key);
+        return it != e.end() && std::holds_alternative<int64_t>(it->second) ? std::get<int64_t>(it->second) : -1;
+    }
+    void own(const std::string& queue, const std::string& node) {
+        owner_record o;
+        o.node = node;
+        o.epoch = 1;
+        ASSERT_TRUE(shared_->store->compare_and_set(std::string(owners_prefix) + queue, 0, encode(o)));
+    }
+    std::map<std::string, std::string> moving_to() {
+        std::map<std::string, std::string> out;
+        auto view = read_cluster(*shared_->store);
+        EXPECT_TRUE(view);
+        if (!view) return out;
+        for (const auto& [q, o] : view->owners)
+            if (o.moving()) out[q] = o.to;
+        return out;
+    }
     std::shared_ptr<shared_store> shared_;
+    int64_t granted_at_ = 0;
 };
 
 TEST_F(wlm_entities_test, owners_are_queried_with_their_epoch_and_reason) {
@@ -110,6 +132,100 @@ TEST_F(wlm_entities_test, a_node_that_owns_queues_but_is_not_live_shows_as_down)
     EXPECT_EQ(text(all->back(), "name"), "n7");
     EXPECT_EQ(text(all->back(), "state"), "down");
     EXPECT_FALSE(std::get<bool>(all->back().at("draining")));
+}
+
+TEST_F(wlm_entities_test, live_nodes_show_their_lease_expiry_and_load_score_down_nodes_null) {
+    own("stranded", "n7"); // n7 has no membership record: down
+    node_entities nodes(shared_);
+    auto all = nodes.query();
+    ASSERT_TRUE(all) << all.error().description;
+    ASSERT_EQ(all->size(), 3u);
+    // n1 owns "orders": with the default weights its score is 1 queue.
+    EXPECT_EQ(number((*all)[0], "leaseExpiry"), granted_at_ + 10000);
+    EXPECT_EQ(text((*all)[0], "loadScore"), "1.0");
+    EXPECT_EQ(number((*all)[1], "leaseExpiry"), granted_at_ + 10000);
+    EXPECT_EQ(text((*all)[1], "loadScore"), "0.0");
+    EXPECT_EQ(text((*all)[2], "name"), "n7");
+    EXPECT_FALSE(all->back().count("leaseExpiry")); // shown as null
+    EXPECT_FALSE(all->back().count("loadScore"));
+}
+
+TEST_F(wlm_entities_test, placement_shows_the_weights_and_update_changes_them_for_every_node) {
+    placement_entities placement(shared_, placement_config{});
+    auto read = placement.query();
+    ASSERT_TRUE(read);
+    const auto& p = read->front();
+    EXPECT_EQ(text(p, "policy"), "least-loaded");
+    EXPECT_EQ(text(p, "weightQueues"), "1.0");
+    EXPECT_EQ(text(p, "weightMessages"), "0.001");
+    EXPECT_EQ(text(p, "weightMessageRate"), "0.01");
+    EXPECT_EQ(text(p, "weightConnections"), "0.1");
+    EXPECT_EQ(text(p, "weightsSource"), "config");
+
+    auto changed = placement.invoke("UPDATE", "placement",
+                                    {{"weightQueues", int64_t{3}}, {"weightMessages", std::string("0.5")}});
+    ASSERT_TRUE(changed) << changed.error().description;
+    EXPECT_EQ(text(*changed, "weightQueues"), "3.0");
+    EXPECT_EQ(text(*changed, "weightMessages"), "0.5");
+    EXPECT_EQ(text(*changed, "weightConnections"), "0.1"); // not given: kept
+    EXPECT_EQ(text(*changed, "weightsSource"), "management");
+    EXPECT_EQ(text(*changed, "source"), "config"); // the policy was not changed
+    // What every node reads back from the store.
+    auto rec = decode_placement((*shared_->store->get(placement_key))->value);
+    ASSERT_TRUE(rec && rec->weights);
+    EXPECT_EQ(rec->weights->queues, 3);
+    EXPECT_FALSE(rec->policy);
+    // The node scores follow: n1 owns one queue.
+    EXPECT_EQ(text(node_entities(shared_).query()->front(), "loadScore"), "3.0");
+    // A policy change keeps the weights.
+    ASSERT_TRUE(placement.invoke("UPDATE", "placement", {{"policy", std::string("round-robin")}}));
+    EXPECT_EQ(text(placement.query()->front(), "weightQueues"), "3.0");
+    EXPECT_EQ(text(placement.query()->front(), "policy"), "round-robin");
+
+    for (const auto& [attr, bad] : std::vector<std::pair<std::string, plugins::attribute_value>>{
+             {"weightConnections", std::string("-1")},
+             {"weightMessages", std::string("lots")},
+             {"weightQueues", int64_t{-2}},
+             {"weightMessageRate", true}}) {
+        auto r = placement.invoke("UPDATE", "placement", {{attr, bad}});
+        ASSERT_FALSE(r) << attr;
+        EXPECT_EQ(r.error().code, errc::invalid_field);
+        EXPECT_NE(r.error().description.find("'" + attr + "'"), std::string::npos) << r.error().description;
+    }
+    auto nothing = placement.invoke("UPDATE", "placement", {});
+    ASSERT_FALSE(nothing);
+    EXPECT_EQ(nothing.error().code, errc::invalid_field);
+    EXPECT_EQ(text(placement.query()->front(), "weightQueues"), "3.0"); // no bad update changed anything
+}
+
+TEST_F(wlm_entities_test, rebalance_plans_issues_moves_and_a_dry_run_only_plans) {
+    for (int i = 0; i < 5; ++i) own("q" + std::to_string(i), "n1"); // n1: 6 queues with "orders", n2: none
+    placement_entities placement(shared_, placement_config{});
+    auto dry = placement.invoke("REBALANCE", "placement", {{"dryRun", true}});
+    ASSERT_TRUE(dry) << dry.error().description;
+    EXPECT_EQ(number(*dry, "moves"), 3);
+    EXPECT_EQ(text(*dry, "plan"), "orders:n1->n2,q0:n1->n2,q1:n1->n2");
+    EXPECT_TRUE(moving_to().empty());
+
+    auto capped = placement.invoke("REBALANCE", "placement", {{"max", int64_t{2}}});
+    ASSERT_TRUE(capped) << capped.error().description;
+    EXPECT_EQ(number(*capped, "moves"), 2);
+    EXPECT_EQ(moving_to(), (std::map<std::string, std::string>{{"orders", "n2"}, {"q0", "n2"}}));
+    // The moves under way count at n2: one more evens it out (4 / 2 -> 3 / 3).
+    auto rest = placement.invoke("REBALANCE", "placement", {});
+    ASSERT_TRUE(rest) << rest.error().description;
+    EXPECT_EQ(text(*rest, "plan"), "q1:n1->n2");
+    EXPECT_EQ(number(*placement.invoke("REBALANCE", "placement", {}), "moves"), 0);
+
+    for (const auto& args : std::vector<plugins::entity>{{{"max", int64_t{0}}},
+                                                         {{"max", std::string("16")}},
+                                                         {{"max", int64_t{1001}}},
+                                                         {{"dryRun", std::string("yes")}}}) {
+        auto r = placement.invoke("REBALANCE", "placement", args);
+        ASSERT_FALSE(r);
+        EXPECT_EQ(r.error().code, errc::invalid_field);
+        EXPECT_NE(r.error().description.find(args.begin()->first), std::string::npos) << r.error().description;
+    }
 }
 
 } // namespace

@@ -143,6 +143,33 @@ TEST_F(sqlite_metadata_store_test, keep_alive_extends_a_lease) {
     }
 }
 
+TEST_F(sqlite_metadata_store_test, lease_expiry_follows_renewals_and_ends_with_the_lease) {
+    auto s = open_store();
+    const int64_t start = clock_->load();
+    auto lease = *s->grant_lease(1000ms);
+    auto expiry = s->lease_expiry(lease);
+    ASSERT_TRUE(expiry) << expiry.error().description;
+    EXPECT_EQ(*expiry, start + 1000);
+
+    advance(600ms);
+    ASSERT_TRUE(s->keep_alive(lease));
+    EXPECT_EQ(*s->lease_expiry(lease), start + 1600); // another ttl from the renewal
+
+    // Another connection to the same file sees the same time.
+    auto other = open_store();
+    EXPECT_EQ(*other->lease_expiry(lease), start + 1600);
+
+    advance(1000ms); // reaches the expiry: the lease is gone
+    auto gone = s->lease_expiry(lease);
+    ASSERT_FALSE(gone);
+    EXPECT_EQ(gone.error().code, store_errc::lease_expired);
+
+    auto revoked = *s->grant_lease(10s);
+    ASSERT_TRUE(s->revoke_lease(revoked));
+    EXPECT_EQ(s->lease_expiry(revoked).error().code, store_errc::lease_expired);
+    EXPECT_EQ(s->lease_expiry(12345).error().code, store_errc::lease_expired);
+}
+
 TEST_F(sqlite_metadata_store_test, expired_lease_removes_its_keys_with_erase_changes) {
     auto s = open_store();
     auto lease = *s->grant_lease(1000ms);

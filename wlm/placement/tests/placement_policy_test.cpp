@@ -138,6 +138,23 @@ TEST(placement_least_loaded, bad_weights_are_an_error) {
 
 // ---- round-robin ----
 
+TEST(placement_weights_text, weights_read_back_as_printed) {
+    for (const char* text : {"1", "0.001", "1e-3", "0", "12.5"}) {
+        auto w = parse_weight(text);
+        ASSERT_TRUE(w) << text << ": " << w.error();
+        auto again = parse_weight(format_score(*w));
+        ASSERT_TRUE(again) << format_score(*w);
+        EXPECT_EQ(*again, *w) << text;
+    }
+    EXPECT_EQ(format_score(1.0), "1.0");
+    EXPECT_EQ(format_score(0.001), "0.001");
+    for (const char* bad : {"", "-1", "abc", "1x", "nan", "inf", " 1"}) {
+        auto w = parse_weight(bad);
+        ASSERT_FALSE(w) << bad;
+        EXPECT_NE(w.error().find(std::string("'") + bad + "'"), std::string::npos) << w.error();
+    }
+}
+
 TEST(placement_round_robin, cycles_over_active_nodes_only) {
     placer p;
     p.policy = policy_kind::round_robin;
