@@ -162,8 +162,8 @@ int main(int argc, char** argv) {
             engine.post(wharf::engine::cmd_publish{replies.link, {std::move(m)}});
         });
     wharf::management::queue_entities queue_types(engine);
-    wharf::server::connection_entities connection_types(srv);
-    wharf::server::link_entities link_types(srv);
+    wharf::server::connection_entities connection_types(srv, cfg->node_id);
+    wharf::server::link_entities link_types(srv, cfg->node_id);
     management.add_type(queue_types);
     management.add_type(connection_types);
     management.add_type(link_types);

@@ -118,17 +118,22 @@ std::vector<queue_stats> queue_engine::stats() {
     auto done = std::make_shared<std::promise<std::vector<queue_stats>>>();
     auto fut = done->get_future();
     post(cmd_run{std::make_shared<std::function<void()>>([this, done] {
-        std::unordered_map<const queue*, uint64_t> client_links;
+        std::unordered_map<const queue*, uint64_t> client_links, producers;
         for (const auto& [id, c] : consumers_)
             if (!is_internal(id)) ++client_links[c->q];
         for (const auto& [id, p] : producers_)
-            if (p.q != nullptr) ++client_links[p.q];
+            if (p.q != nullptr) {
+                ++client_links[p.q];
+                ++producers[p.q];
+            }
         std::vector<queue_stats> out;
         out.reserve(queues_.size());
         for (const auto& [name, q] : queues_) {
             auto l = client_links.find(q.get());
+            auto p = producers.find(q.get());
             out.push_back({name, q->depth(), q->depth_bytes(), q->consumer_count(), q->dynamic(),
-                           q->counters(), l == client_links.end() ? 0 : l->second, q->policy()});
+                           q->counters(), l == client_links.end() ? 0 : l->second,
+                           p == producers.end() ? 0 : p->second, q->policy()});
         }
         done->set_value(std::move(out));
     })});

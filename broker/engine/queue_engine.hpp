@@ -43,6 +43,7 @@ struct queue_stats {
     bool dynamic = false;
     queue_counters counters;
     uint64_t client_links = 0;   // consumers and producers of connections (no internal taps)
+    uint64_t producers = 0;      // producers of connections bound to this queue (not anonymous ones)
     config::queue_policy policy;
 };
 

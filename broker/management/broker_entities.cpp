@@ -28,8 +28,9 @@ void apply_settings(const plugins::queue_settings& s, config::queue_policy& p) {
 }
 
 std::vector<std::string> queue_entities::attribute_names() const {
-    std::vector<std::string> out = {"name", "depth", "bytes", "consumers", "links", "enqueued", "delivered",
-                                    "acknowledged", "expired", "deadLettered", "rejectedFull", "temporary", "durable"};
+    std::vector<std::string> out = {"name",         "depth",   "bytes",        "consumers", "producers",
+                                    "links",        "enqueued", "delivered",    "acknowledged", "dequeued",
+                                    "expired",      "deadLettered", "rejectedFull", "temporary", "durable"};
     for (auto s : plugins::queue_setting_names) out.emplace_back(s);
     return out;
 }
@@ -41,10 +42,12 @@ result<std::vector<plugins::entity>, error> queue_entities::query() {
                           {"depth", n(q.depth)},
                           {"bytes", n(q.depth_bytes)},
                           {"consumers", n(q.consumers)},
+                          {"producers", n(q.producers)},
                           {"links", n(q.client_links)},
                           {"enqueued", n(q.counters.enqueued)},
                           {"delivered", n(q.counters.delivered)},
                           {"acknowledged", n(q.counters.acknowledged)},
+                          {"dequeued", n(q.counters.acknowledged)}, // the usual name for it
                           {"expired", n(q.counters.expired)},
                           {"deadLettered", n(q.counters.dead_lettered)},
                           {"rejectedFull", n(q.counters.rejected_full)},

@@ -7,13 +7,14 @@ std::string name_of(const connection_info& c) { return "connection-" + std::to_s
 } // namespace
 
 std::vector<std::string> connection_entities::attribute_names() const {
-    return {"name", "container", "remote", "openedMs", "links"};
+    return {"name", "node", "container", "remote", "openedMs", "links"};
 }
 
 result<std::vector<plugins::entity>, error> connection_entities::query() {
     std::vector<plugins::entity> out;
     for (const auto& c : server_.connection_infos())
         out.push_back({{"name", name_of(c)},
+                       {"node", node_id_},
                        {"container", c.container},
                        {"remote", c.remote},
                        {"openedMs", c.opened_ms},
@@ -42,7 +43,7 @@ result<plugins::entity, error> connection_entities::invoke(std::string_view op, 
 }
 
 std::vector<std::string> link_entities::attribute_names() const {
-    return {"name", "connection", "linkName", "address", "direction", "relayed"};
+    return {"name", "node", "connection", "linkName", "address", "direction", "relayed"};
 }
 
 result<std::vector<plugins::entity>, error> link_entities::query() {
@@ -50,6 +51,7 @@ result<std::vector<plugins::entity>, error> link_entities::query() {
     for (const auto& c : server_.connection_infos()) {
         for (const auto& l : c.links)
             out.push_back({{"name", name_of(c) + "/" + l.name},
+                           {"node", node_id_},
                            {"connection", name_of(c)},
                            {"linkName", l.name},
                            {"address", l.address},

@@ -13,7 +13,7 @@ namespace wharf::server {
 
 class connection_entities final : public plugins::entity_type {
   public:
-    explicit connection_entities(server& s) : server_(s) {}
+    connection_entities(server& s, std::string node_id) : server_(s), node_id_(std::move(node_id)) {}
     std::string_view type_name() const override { return "wharf.connection"; }
     std::vector<std::string> attribute_names() const override;
     std::vector<std::string> operation_names() const override { return {"DELETE"}; }
@@ -23,11 +23,12 @@ class connection_entities final : public plugins::entity_type {
 
   private:
     server& server_;
+    const std::string node_id_;
 };
 
 class link_entities final : public plugins::entity_type {
   public:
-    explicit link_entities(server& s) : server_(s) {}
+    link_entities(server& s, std::string node_id) : server_(s), node_id_(std::move(node_id)) {}
     std::string_view type_name() const override { return "wharf.link"; }
     std::vector<std::string> attribute_names() const override;
     std::vector<std::string> operation_names() const override { return {}; }
@@ -38,6 +39,7 @@ class link_entities final : public plugins::entity_type {
 
   private:
     server& server_;
+    const std::string node_id_;
 };
 
 } // namespace wharf::server

@@ -56,8 +56,10 @@ def test_every_node_shows_the_owners_figures(cluster):
     for node in (n1, n2, n3):
         m = Mgmt(node.url)
         try:
-            rows = {r["name"]: r for r in m.query("wharf.queue", ["name", "node", "depth", "enqueued", "durable"])}
-            assert rows["figures"] == {"name": "figures", "node": "n2", "depth": 5, "enqueued": 5, "durable": True}
+            rows = {r["name"]: r for r in m.query("wharf.queue",
+                                                  ["name", "node", "depth", "enqueued", "durable", "producers"])}
+            assert rows["figures"] == {"name": "figures", "node": "n2", "depth": 5, "enqueued": 5, "durable": True,
+                                       "producers": 0}
             status, _, body = m.call("READ", type="queue", name="figures")
             assert status == 200 and body["depth"] == 5 and body["node"] == "n2"
         finally:
@@ -150,3 +152,41 @@ def test_a_down_owner_leaves_its_figures_empty_but_the_answer_comes(cluster):
             m.close()
     finally:
         os.kill(n2.pid, signal.SIGCONT)
+
+
+def test_any_node_lists_every_nodes_connections_and_closes_one_elsewhere(cluster):
+    n1, n2, n3 = cluster.nodes
+    client = connect(n3)
+    try:
+        client.create_receiver("watched")
+        container = client.conn.container
+        m = Mgmt(n1.url)
+        try:
+            conns = [r for r in m.query("wharf.connection", ["name", "node", "container"]) if r["container"] == container]
+            assert len(conns) == 1 and conns[0]["node"] == "n3" and conns[0]["name"].startswith("n3/connection-")
+            links = [r for r in m.query("wharf.link", ["name", "node", "connection", "address"])
+                     if r["connection"] == conns[0]["name"]]
+            assert [(r["node"], r["address"]) for r in links] == [("n3", "watched")]
+            assert links[0]["name"].startswith(conns[0]["name"] + "/")
+            # n1's own connection (this management client) keeps its plain name.
+            assert any(r["node"] == "n1" and "/" not in r["name"] for r in m.query("wharf.connection", ["name", "node"]))
+            status, desc, _ = m.call("DELETE", type="wharf.connection", name=conns[0]["name"], body={"reason": "test"})
+            assert status == 204, desc
+            status, desc, _ = m.call("DELETE", type="wharf.connection", name="n9/connection-1")
+            assert status == 404 and "n9/connection-1" in desc
+        finally:
+            m.close()
+
+        def closed():
+            try:
+                client.create_sender("after")
+                return False
+            except Exception:
+                cond = client.conn.remote_condition
+                return cond is not None and cond.name == "amqp:connection:forced" and "test" in cond.description
+        cluster.wait_for(closed, timeout=10, what="n3 to close the connection")
+    finally:
+        try:
+            client.close()
+        except Exception:
+            pass

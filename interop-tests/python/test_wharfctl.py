@@ -269,6 +269,16 @@ def test_close_a_connection(cluster):
              timeout=10, what="the connection to leave the list")
 
 
+def test_rebalance_dry_run_plans_without_moving(cluster):
+    n1 = cluster.nodes[0]
+    before = {r["name"]: r["node"] for r in rows(ok_json(n1.url, "query", "owner"))}
+    plan = ok_json(n1.url, "rebalance", "--dry-run", "--max", "2")
+    assert plan["dryRun"] is True and 0 <= plan["moves"] <= 2, plan
+    assert {r["name"]: r["node"] for r in rows(ok_json(n1.url, "query", "owner"))} == before
+    out = wharfctl(n1.url, "rebalance", "--max", "0")
+    assert out.returncode == 2 and "max" in out.stderr
+
+
 def test_status_shows_a_dead_owner():
     c = Cluster(n=2, wlm={"lease-ttl": 1, "poll-interval": 0.05, "rules": '["* -> node:n2"]'})
     try:

@@ -333,9 +333,14 @@ void ctl_commands::drain(const std::string& node, bool drain) {
     else out_ << node << (changed ? " is no longer draining\n" : " was not draining\n");
 }
 
-void ctl_commands::rebalance() {
+void ctl_commands::rebalance(std::optional<int64_t> max_moves, bool dry_run) {
     // A type-level operation; the service wants a name for every entity operation.
-    const mgmt_reply rep = call_(operation("REBALANCE", "wharf.placement", "self"));
+    mgmt_request r = operation("REBALANCE", "wharf.placement", "self");
+    std::map<std::string, proton::value> args;
+    if (max_moves) args["max"] = *max_moves;
+    if (dry_run) args["dryRun"] = true;
+    if (!args.empty()) r.body = proton::value(args);
+    const mgmt_reply rep = call_(r);
     if (rep.status == 404 || rep.status == 501)
         throw status_error(rep.status, rep.description,
                            "this node cannot rebalance: it has no REBALANCE operation on wharf.placement "

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <map>
 #include <ostream>
 #include <stdexcept>
@@ -65,7 +66,8 @@ class ctl_commands {
                           const std::vector<std::string>& args);
     void move(const std::string& queue, const std::string& node, std::chrono::milliseconds wait);
     void drain(const std::string& node, bool drain);
-    void rebalance();
+    // max_moves: at most that many moves; dry_run: only the plan.
+    void rebalance(std::optional<int64_t> max_moves = std::nullopt, bool dry_run = false);
 
   private:
     mgmt_reply checked(const mgmt_request& r, const std::string& hint = "");

@@ -25,6 +25,8 @@ struct cli_args {
     std::string broker = "127.0.0.1:5672";
     double timeout = 10;
     double rate_window = 1;
+    std::optional<int64_t> max_moves;
+    bool dry_run = false;
     bool json = false;
     std::string type, name, op, queue, node;
     std::vector<std::string> attrs, args;
@@ -105,6 +107,9 @@ int main(int argc, char** argv) {
     auto* undrain = command(app, "undrain", "Stop draining a node");
     undrain->add_option("node", a.node, "Node id")->required();
     auto* rebalance = command(app, "rebalance", "Ask placement to rebalance the queues (wharf.placement)");
+    rebalance->add_option("--max", a.max_moves, "At most this many moves (the node's default: 16)")
+        ->check(CLI::Range(1, 1000));
+    rebalance->add_flag("--dry-run", a.dry_run, "Only show the moves it would make");
 
     try {
         app.parse(argc, argv);
@@ -130,7 +135,7 @@ int main(int argc, char** argv) {
         else if (move->parsed())
             cmds.move(a.queue, a.node, std::chrono::milliseconds(static_cast<int64_t>(a.wait * 1000)));
         else if (drain->parsed() || undrain->parsed()) cmds.drain(a.node, drain->parsed());
-        else if (rebalance->parsed()) cmds.rebalance();
+        else if (rebalance->parsed()) cmds.rebalance(a.max_moves, a.dry_run);
         else
             for (const auto& [op, c] : entity_ops)
                 if (c->parsed()) {

@@ -2,6 +2,7 @@
 
 #include "plugins/api/queue_settings.hpp"
 #include "wlm/core/cluster_admin.hpp"
+#include "wlm/core/peer_entities.hpp"
 
 #include <proton/codec/map.hpp>
 #include <proton/codec/vector.hpp>
@@ -14,29 +15,9 @@
 namespace wharf::wlm {
 
 namespace {
-using plugins::attribute_value;
 using plugins::entity;
 
-// A management value as an attribute (nested values become JSON text).
-attribute_value attribute_of(const mgmt::datum& d) {
-    if (d.is_null()) return {};
-    if (auto* b = std::get_if<bool>(&d.v)) return *b;
-    if (auto i = d.as_int()) return *i;
-    if (auto* s = d.as_string()) return *s;
-    return mgmt::to_json(d);
-}
-
-// The error a node's answer stands for, its description naming the node.
-error error_of(const std::string& node, const mgmt::mgmt_reply& r) {
-    const errc code = r.status == 400   ? errc::invalid_field
-                      : r.status == 403 ? errc::not_allowed
-                      : r.status == 404 ? errc::not_found
-                      : r.status == 501 ? errc::not_implemented
-                                        : errc::internal_error;
-    return {code, "node " + node + ": " + r.description};
-}
-
-std::vector<std::pair<std::string, proton::scalar>> request_props(const char* op, const std::string& queue) {
+mgmt_props request_props(const char* op, const std::string& queue) {
     return {{"operation", proton::scalar(std::string(op))},
             {"type", proton::scalar(std::string("wharf.queue"))},
             {"name", proton::scalar(queue)}};
@@ -68,18 +49,6 @@ bool queue_admin::handles(std::string_view op, std::string_view name) {
     return true;
 }
 
-result<mgmt::mgmt_reply, error> queue_admin::ask(const std::string& node, const std::string& host, uint16_t port,
-                                                 std::vector<std::pair<std::string, proton::scalar>> props,
-                                                 std::optional<proton::value> body) {
-    props.emplace_back("wharf:scope", proton::scalar(std::string("node")));
-    try {
-        mgmt::mgmt_client c(host + ":" + std::to_string(port), peer_timeout);
-        return c.call(mgmt::mgmt_request{std::move(props), std::move(body)});
-    } catch (const std::exception& e) {
-        return fail(error{errc::internal_error, "node " + node + " did not answer: " + e.what()});
-    }
-}
-
 result<std::vector<entity>, error> queue_admin::query() {
     cluster_view view;
     {
@@ -95,14 +64,14 @@ result<std::vector<entity>, error> queue_admin::query() {
     std::map<std::string, std::future<result<mgmt::mgmt_reply, error>>> asked;
     for (const auto& [node, queues] : owned) {
         const node_record& n = view.nodes.at(node);
-        std::vector<std::pair<std::string, proton::scalar>> props = {
+        mgmt_props props = {
             {"operation", proton::scalar(std::string("QUERY"))},
             {"type", proton::scalar(std::string("org.amqp.management"))},
             {"name", proton::scalar(std::string("self"))},
             {"entityType", proton::scalar(std::string("wharf.queue"))}};
         std::map<std::string, proton::value> body{{"attributeNames", std::vector<std::string>{}}};
-        asked[node] = std::async(std::launch::async, [this, node, host = n.host, port = n.port, props, body] {
-            return ask(node, host, port, props, proton::value(body));
+        asked[node] = std::async(std::launch::async, [node, host = n.host, port = n.port, props, body] {
+            return ask_node(node, host, port, props, proton::value(body));
         });
     }
     std::vector<entity> out;
@@ -114,15 +83,7 @@ result<std::vector<entity>, error> queue_admin::query() {
             spdlog::info("{}: management: no queue figures from {}: {}", node_id_, node, reply.error().description);
             continue;
         }
-        const mgmt::datum* names = reply->body.find("attributeNames");
-        const mgmt::datum* rows = reply->body.find("results");
-        if (names == nullptr || rows == nullptr || !names->as_list() || !rows->as_list()) continue;
-        for (const auto& row : *rows->as_list()) {
-            const auto* cells = row.as_list();
-            if (cells == nullptr || cells->size() != names->as_list()->size()) continue;
-            entity e;
-            for (size_t i = 0; i < cells->size(); ++i)
-                if (auto* n = (*names->as_list())[i].as_string()) e[*n] = attribute_of((*cells)[i]);
+        for (auto& e : entities_of(*reply)) {
             auto name = e.find("name");
             auto* q = name == e.end() ? nullptr : std::get_if<std::string>(&name->second);
             if (q != nullptr && owned[node].count(*q)) out.push_back(std::move(e)); // the owner's figures only
@@ -141,7 +102,7 @@ result<entity, error> queue_admin::invoke(std::string_view op, std::string_view 
     if (o->host.empty())
         return fail(error{errc::not_allowed, "queue '" + queue + "' is on node " + o->rec.node +
                                                  ", which is down: its messages cannot be purged until it is back"});
-    auto reply = ask(o->rec.node, o->host, o->port, request_props("PURGE", queue));
+    auto reply = ask_node(o->rec.node, o->host, o->port, request_props("PURGE", queue));
     if (!reply) return fail(reply.error());
     if (!reply->ok()) return fail(error_of(o->rec.node, *reply));
     entity e{{"name", queue}, {"node", o->rec.node}};
@@ -185,7 +146,7 @@ result<entity, error> queue_admin::remove(const std::string& queue, const owner_
         if (o.host.empty())
             return fail(error{errc::not_allowed, "queue '" + queue + "' is on node " + o.rec.node +
                                                      ", which is down: delete it when the node is back"});
-        auto reply = ask(o.rec.node, o.host, o.port, request_props("DELETE", queue));
+        auto reply = ask_node(o.rec.node, o.host, o.port, request_props("DELETE", queue));
         if (!reply) return fail(reply.error());
         if (!reply->ok() && reply->status != 404) return fail(error_of(o.rec.node, *reply));
     }

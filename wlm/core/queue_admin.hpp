@@ -15,7 +15,7 @@
 // to the broker's own wharf.queue.
 //
 // Threads: management's workers; calls block on the store and on other
-// nodes (each up to peer_timeout).
+// nodes (each up to peer_timeout, see peer_entities.hpp).
 
 #include "client/management/mgmt_client.hpp"
 #include "plugins/api/plugin.hpp"
@@ -30,8 +30,6 @@ namespace wharf::wlm {
 
 class queue_admin final : public plugins::entity_type {
   public:
-    static constexpr std::chrono::milliseconds peer_timeout{2000};
-
     queue_admin(std::shared_ptr<shared_store> s, plugins::node_context& ctx, std::string node_id)
         : s_(std::move(s)), ctx_(ctx), node_id_(std::move(node_id)) {}
     std::string_view type_name() const override { return "wharf.queue"; }
@@ -52,10 +50,6 @@ class queue_admin final : public plugins::entity_type {
     std::optional<owner_at> owner_of(const std::string& queue);
     result<plugins::entity, error> update(const std::string& queue, const owner_at& o, const plugins::entity& args);
     result<plugins::entity, error> remove(const std::string& queue, const owner_at& o);
-    // One request to the node at host:port, scoped to it.
-    result<mgmt::mgmt_reply, error> ask(const std::string& node, const std::string& host, uint16_t port,
-                                        std::vector<std::pair<std::string, proton::scalar>> props,
-                                        std::optional<proton::value> body = std::nullopt);
 
     std::shared_ptr<shared_store> s_;
     plugins::node_context& ctx_;

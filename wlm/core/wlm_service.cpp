@@ -38,6 +38,9 @@ std::optional<std::string> wlm_service::start() {
         admin_, "wharf.queue", [this](const std::string& q, const std::string& n) { return decide_owner(q, n); });
     route_entities_ = std::make_unique<route_entities>(admin_);
     queue_admin_ = std::make_unique<queue_admin>(admin_, ctx_, node_.node_id);
+    peer_connections_ = std::make_unique<peer_entities>(admin_, "wharf.connection", std::vector<std::string>{"DELETE"},
+                                                        node_.node_id);
+    peer_links_ = std::make_unique<peer_entities>(admin_, "wharf.link", std::vector<std::string>{}, node_.node_id);
     placement_entities_ = std::make_unique<placement_entities>(admin_, configured);
     if (auto bad = register_node()) return bad;
     if (!load_all()) return "cannot read the cluster's state from " + node_.metadata;
@@ -48,6 +51,8 @@ std::optional<std::string> wlm_service::start() {
     ctx_.add_entity_type(*owner_entities_);
     ctx_.add_entity_type(*queue_owner_entities_);
     ctx_.add_entity_type(*queue_admin_); // after the owners: figures from peers fill in, never override
+    ctx_.add_entity_type(*peer_connections_);
+    ctx_.add_entity_type(*peer_links_);
     ctx_.add_entity_type(*route_entities_);
     ctx_.add_entity_type(*placement_entities_);
     thread_ = std::thread([this] { run(); });

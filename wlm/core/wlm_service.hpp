@@ -22,6 +22,7 @@
 
 #include "plugins/api/plugin.hpp"
 #include "internode/forwarder.hpp"
+#include "wlm/core/peer_entities.hpp"
 #include "wlm/core/queue_admin.hpp"
 #include "wlm/core/records.hpp"
 #include "wlm/core/transfer.hpp"
@@ -140,6 +141,7 @@ class wlm_service final : public plugins::plugin, public plugins::address_resolv
     std::unique_ptr<route_entities> route_entities_;
     std::unique_ptr<placement_entities> placement_entities_;
     std::unique_ptr<queue_admin> queue_admin_;
+    std::unique_ptr<peer_entities> peer_connections_, peer_links_; // other nodes' wharf.connection, wharf.link
     lease_id lease_ = 0;
     uint64_t node_version_ = 0;
     uint64_t revision_ = 0;

@@ -1,0 +1,136 @@
+#include "wlm/core/peer_entities.hpp"
+
+#include "wlm/core/cluster_admin.hpp"
+
+#include <proton/codec/map.hpp>
+#include <proton/codec/vector.hpp>
+
+#include <spdlog/spdlog.h>
+
+#include <future>
+#include <map>
+
+namespace wharf::wlm {
+
+using plugins::attribute_value;
+using plugins::entity;
+
+attribute_value attribute_of(const mgmt::datum& d) {
+    if (d.is_null()) return {};
+    if (auto* b = std::get_if<bool>(&d.v)) return *b;
+    if (auto i = d.as_int()) return *i;
+    if (auto* s = d.as_string()) return *s;
+    return mgmt::to_json(d);
+}
+
+error error_of(const std::string& node, const mgmt::mgmt_reply& r) {
+    const errc code = r.status == 400   ? errc::invalid_field
+                      : r.status == 403 ? errc::not_allowed
+                      : r.status == 404 ? errc::not_found
+                      : r.status == 501 ? errc::not_implemented
+                                        : errc::internal_error;
+    return {code, "node " + node + ": " + r.description};
+}
+
+result<mgmt::mgmt_reply, error> ask_node(const std::string& node, const std::string& host, uint16_t port,
+                                         mgmt_props props, std::optional<proton::value> body) {
+    props.emplace_back("wharf:scope", proton::scalar(std::string("node")));
+    try {
+        mgmt::mgmt_client c(host + ":" + std::to_string(port), peer_timeout);
+        return c.call(mgmt::mgmt_request{std::move(props), std::move(body)});
+    } catch (const std::exception& e) {
+        return fail(error{errc::internal_error, "node " + node + " did not answer: " + e.what()});
+    }
+}
+
+std::vector<entity> entities_of(const mgmt::mgmt_reply& r) {
+    std::vector<entity> out;
+    const mgmt::datum* names = r.body.find("attributeNames");
+    const mgmt::datum* rows = r.body.find("results");
+    if (names == nullptr || rows == nullptr || !names->as_list() || !rows->as_list()) return out;
+    for (const auto& row : *rows->as_list()) {
+        const auto* cells = row.as_list();
+        if (cells == nullptr || cells->size() != names->as_list()->size()) continue;
+        entity e;
+        for (size_t i = 0; i < cells->size(); ++i)
+            if (auto* n = (*names->as_list())[i].as_string()) e[*n] = attribute_of((*cells)[i]);
+        out.push_back(std::move(e));
+    }
+    return out;
+}
+
+std::vector<peer_entities::peer> peer_entities::live_peers() {
+    std::vector<peer> out;
+    std::lock_guard l(s_->mu);
+    auto v = read_cluster(*s_->store);
+    if (!v) return out;
+    for (const auto& [id, n] : v->nodes)
+        if (id != node_id_) out.push_back({id, n.host, n.port});
+    return out;
+}
+
+std::optional<std::pair<peer_entities::peer, std::string>> peer_entities::split(std::string_view name) {
+    const size_t slash = name.find('/');
+    if (slash == std::string_view::npos) return std::nullopt;
+    const std::string_view node = name.substr(0, slash);
+    for (auto& p : live_peers())
+        if (p.id == node) return std::pair{p, std::string(name.substr(slash + 1))};
+    return std::nullopt;
+}
+
+bool peer_entities::handles(std::string_view, std::string_view name) { return split(name).has_value(); }
+
+result<std::vector<entity>, error> peer_entities::query() {
+    std::map<std::string, std::future<result<mgmt::mgmt_reply, error>>> asked;
+    for (const auto& p : live_peers()) {
+        mgmt_props props = {{"operation", proton::scalar(std::string("QUERY"))},
+                            {"type", proton::scalar(std::string("org.amqp.management"))},
+                            {"name", proton::scalar(std::string("self"))},
+                            {"entityType", proton::scalar(type_)}};
+        std::map<std::string, proton::value> body{{"attributeNames", std::vector<std::string>{}}};
+        asked[p.id] = std::async(std::launch::async, [p, props, body] {
+            return ask_node(p.id, p.host, p.port, props, proton::value(body));
+        });
+    }
+    std::vector<entity> out;
+    for (auto& [node, f] : asked) {
+        auto reply = f.get();
+        if (reply && !reply->ok()) reply = fail(error_of(node, *reply));
+        if (!reply) {
+            spdlog::info("{}: management: no {} from {}: {}", node_id_, type_, node, reply.error().description);
+            continue;
+        }
+        for (auto& e : entities_of(*reply)) {
+            // Names of other nodes' entities (and the connections links
+            // name) carry the node: "n2/connection-4".
+            for (const char* key : {"name", "connection"})
+                if (auto it = e.find(key); it != e.end())
+                    if (auto* s = std::get_if<std::string>(&it->second)) *s = node + "/" + *s;
+            out.push_back(std::move(e));
+        }
+    }
+    return out;
+}
+
+result<entity, error> peer_entities::invoke(std::string_view op, std::string_view name, const entity& args) {
+    auto where = split(name);
+    if (!where) return fail(error{errc::not_found, "no " + type_ + " named '" + std::string(name) + "'"});
+    const auto& [p, rest] = *where;
+    mgmt_props props = {{"operation", proton::scalar(std::string(op))},
+                        {"type", proton::scalar(type_)},
+                        {"name", proton::scalar(rest)}};
+    std::map<std::string, proton::value> body;
+    for (const auto& [k, v] : args) {
+        if (auto* s = std::get_if<std::string>(&v)) body[k] = *s;
+        else if (auto* i = std::get_if<int64_t>(&v)) body[k] = *i;
+        else if (auto* b = std::get_if<bool>(&v)) body[k] = *b;
+    }
+    for (const auto& [k, v] : props) body.erase(k);
+    for (const char* k : {"wharf:scope", "identity", "entityType"}) body.erase(k);
+    auto reply = ask_node(p.id, p.host, p.port, std::move(props), proton::value(body));
+    if (!reply) return fail(reply.error());
+    if (!reply->ok()) return fail(error_of(p.id, *reply));
+    return entity{{"name", std::string(name)}};
+}
+
+} // namespace wharf::wlm
