@@ -25,6 +25,9 @@ class Agent(MessagingHandler):
         self.result = None
         self.failure = None
         self.conn = None
+        self.stopping = False
+        self.sent = False
+        self.reply_to = None
 
     # ---- common -----------------------------------------------------------------------
 
@@ -53,9 +56,20 @@ class Agent(MessagingHandler):
         self.stop()
 
     def stop(self):
-        if self.conn is not None:
+        """Closes the connection and stops once the broker closed it too (so
+        the last dispositions reach it), or 2 s later."""
+        if self.stopping:
+            return
+        self.stopping = True
+        if self.conn is not None and self.conn.state & self.conn.LOCAL_ACTIVE:
             self.conn.close()
-        self.container.stop()
+            self.container.schedule(2.0, _Later(self.container.stop))
+        else:
+            self.container.stop()
+
+    def on_connection_closed(self, event):
+        if self.stopping:
+            self.container.stop()
 
     def on_transport_error(self, event):
         cond = event.transport.condition
@@ -99,7 +113,8 @@ class Agent(MessagingHandler):
                 self.finish({"outcomes": self.outcomes})
 
     def on_sendable_other(self, event):
-        self.try_send()
+        if self.args.command in ("request", "mgmt-query"):
+            self.try_send()
 
     def try_send(self):
         """request, mgmt-query: the one request, once the reply queue is known
@@ -123,6 +138,8 @@ class Agent(MessagingHandler):
         if a.command == "request":
             self.finish({"reply_to": self.reply_to, "reply": typed.from_message(event.message)})
             return
+        if self.stopping:
+            return  # past --count: the rest stays with the broker
         if a.command == "mgmt-query":
             m = event.message
             self.finish({"status": int((m.properties or {}).get("statusCode", 0)), "body": typed.to_typed(m.body)})
