@@ -13,7 +13,8 @@ build_pkgs=(cmake g++ make pkg-config
   zlib1g-dev                                      # CRC-32 of journal records
   libsqlite3-dev)                                 # the cluster metadata store (wlm)
 test_pkgs=(googletest libgtest-dev libgmock-dev   # unit and component tests
-  python3-qpid-proton python3-pytest)             # interop tests with Python Proton
+  python3-qpid-proton python3-pytest              # interop tests with Python Proton
+  nlohmann-json3-dev)                             # the Proton C++ interop agent's JSON
 bench_pkgs=(libqpid-proton11-dev-examples         # the Proton example broker, our baseline
   libbenchmark-dev librocksdb-dev libsqlite3-dev liblmdb-dev) # tools/store-bench: storage engines compared
 
@@ -29,11 +30,31 @@ missing=()
 for p in "${want[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
-
-echo "installing: ${missing[*]}" >&2
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -q >/dev/null
-$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+updated=0
+apt_install() {
+  [ $updated -eq 1 ] || { $SUDO apt-get update -q >/dev/null; updated=1; }
+  $SUDO apt-get install -y -q --no-install-recommends "$@" >/dev/null
+}
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing: ${missing[*]}" >&2
+  apt_install "${missing[@]}"
+fi
+
+# The JavaScript interop agents (rhea, amqp10) come from the npm registry,
+# pinned by interop-tests/agents/js/package-lock.json. Node.js and npm from
+# Debian unless the machine has them already (another Node.js install would
+# conflict with Debian's npm package).
+if [ "${1:-build}" != build ]; then
+  if ! command -v npm >/dev/null 2>&1; then
+    echo "installing: nodejs npm" >&2
+    apt_install nodejs npm
+  fi
+  js="$(cd "$(dirname "$0")/.." && pwd)/interop-tests/agents/js"
+  if [ ! -f "$js/node_modules/.package-lock.json" ] || [ "$js/package-lock.json" -nt "$js/node_modules/.package-lock.json" ]; then
+    echo "installing the JavaScript interop agents' packages (npm ci)" >&2
+    (cd "$js" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+  fi
+fi

@@ -76,12 +76,20 @@ def request(client, url, queue, message, **opts):
         os.unlink(f.name)
 
 
+# What an absent header field means (AMQP 1.0, 3.2.1): a client that leaves
+# out a field at its default value has sent that value.
+HEADER_DEFAULTS = {"durable": False, "priority": 4, "first_acquirer": False, "delivery_count": 0}
+
+
 def differences(sent, got):
     """(field, sent, got) for every field of `sent` that `got` does not
     carry exactly; header fields the broker sets are not compared."""
     out = []
     for section in ("header", "properties", "application_properties"):
-        want, have = sent.get(section, {}), got.get(section, {})
+        want, have = sent.get(section, {}), dict(got.get(section) or {})
+        if section == "header":
+            for k, v in HEADER_DEFAULTS.items():
+                have.setdefault(k, v)
         for k, v in want.items():
             if have.get(k) != v:
                 out.append(("%s.%s" % (section, k), v, have.get(k)))

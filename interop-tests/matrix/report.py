@@ -28,11 +28,12 @@ def record(scenario, row, column, ok, known=(), failure=None):
     elif ok and not known:
         text = "ok"
     else:
-        marks = []
+        numbers = set()
         for k in known:
             if k not in _notes:
                 _notes[k] = len(_notes) + 1
-            marks.append("[%d]" % _notes[k])
+            numbers.add(_notes[k])
+        marks = ["[%d]" % n for n in sorted(numbers)]
         text = ("ok " if ok else "no ") + " ".join(marks)
     _cells.setdefault(scenario, {})[(row, column)] = text
 

@@ -93,3 +93,8 @@ def property_messages():
             "body": {"value": t("string", "props-%d" % i)},
         })
     return out
+
+
+def pattern_hex(n):
+    """n bytes that are not all alike (a cut or shifted body shows), as hex."""
+    return (bytes(range(251)) * (n // 251 + 1))[:n].hex()
