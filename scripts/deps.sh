@@ -11,10 +11,10 @@ build_pkgs=(cmake g++ make pkg-config
   libcli11-dev                                    # command-line flags
   libspdlog-dev libfmt-dev                        # logging
   zlib1g-dev                                      # CRC-32 of journal records
-  libsqlite3-dev)                                 # the cluster metadata store (wlm)
+  libsqlite3-dev                                  # the cluster metadata store (wlm)
+  nlohmann-json3-dev)                             # JSON text (wharfctl, wharf-bench, the C++ interop agent)
 test_pkgs=(googletest libgtest-dev libgmock-dev   # unit and component tests
-  python3-qpid-proton python3-pytest              # interop tests with Python Proton
-  nlohmann-json3-dev)                             # the Proton C++ interop agent's JSON
+  python3-qpid-proton python3-pytest)             # interop tests with Python Proton
 bench_pkgs=(libqpid-proton11-dev-examples         # the Proton example broker, our baseline
   libbenchmark-dev librocksdb-dev libsqlite3-dev liblmdb-dev) # tools/store-bench: storage engines compared
 

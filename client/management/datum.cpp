@@ -1,5 +1,7 @@
 #include "client/management/datum.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <proton/binary.hpp>
 #include <proton/codec/vector.hpp>
 #include <proton/scalar.hpp>
@@ -47,26 +49,10 @@ std::string key_text(const proton::value& k) {
     }
 }
 
+// nlohmann::json escapes the text (bytes that are not UTF-8 become U+FFFD,
+// so the output is always valid JSON).
 void json_string(std::string& out, const std::string& s) {
-    out += '"';
-    for (unsigned char c : s) {
-        switch (c) {
-        case '"': out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\n': out += "\\n"; break;
-        case '\r': out += "\\r"; break;
-        case '\t': out += "\\t"; break;
-        default:
-            if (c < 0x20) {
-                char buf[8];
-                std::snprintf(buf, sizeof buf, "\\u%04x", c);
-                out += buf;
-            } else {
-                out += static_cast<char>(c);
-            }
-        }
-    }
-    out += '"';
+    out += nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 std::string number(double d) {

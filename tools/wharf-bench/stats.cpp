@@ -1,5 +1,7 @@
 #include "tools/wharf-bench/stats.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <sys/resource.h>
 
 #include <cstdio>
@@ -66,26 +68,7 @@ void print_text(std::ostream& out, const run_summary& s) {
 }
 
 std::string json_quote(const std::string& text) {
-    std::string out = "\"";
-    for (const char ch : text) {
-        const auto c = static_cast<unsigned char>(ch);
-        switch (c) {
-        case '"': out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\n': out += "\\n"; break;
-        case '\r': out += "\\r"; break;
-        case '\t': out += "\\t"; break;
-        default:
-            if (c < 0x20) {
-                char buf[8];
-                std::snprintf(buf, sizeof buf, "\\u%04x", c);
-                out += buf;
-            } else {
-                out += ch;
-            }
-        }
-    }
-    return out + "\"";
+    return nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 void print_json(std::ostream& out, const run_summary& s) {
