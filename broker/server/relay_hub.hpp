@@ -1,7 +1,13 @@
 #pragma once
 // relay_hub: the node's pool of connections to other nodes for relayed
-// links — a few per peer node (links are spread over them), opened on first
-// need, forgotten when they end (the next relayed attach opens a new one).
+// links — a few slots per peer node, each opened on first need and forgotten
+// when it ends (the next relayed attach in that slot opens a new one).
+//
+// A client connection's links to one peer all use the same slot (chosen by
+// the client connection's serial), so the owner sees that client's frames in
+// the order the client sent them — "settle a message, then send" on a full
+// queue behaves as it does on a single node. Different clients spread over
+// the slots.
 //
 // Threads: peer() is called on client connections' threads; connections are
 // opened through the server (its proactor and connection table). Thread-safe.
@@ -26,15 +32,16 @@ class relay_hub {
                                                                      const std::string& host, uint16_t port)>;
     explicit relay_hub(connect_fn connect) : connect_(std::move(connect)) {}
 
-    // A live connection to the node at host:port, for one more link.
-    std::shared_ptr<relay::mailbox> peer(const std::string& node, const std::string& host, uint16_t port);
+    // A live connection to the node at host:port, for one more link of the
+    // client connection numbered `client`.
+    std::shared_ptr<relay::mailbox> peer(const std::string& node, const std::string& host, uint16_t port,
+                                         uint64_t client);
     // A peer connection ended: do not hand it out again.
     void lost(const relay::mailbox* m);
 
   private:
     struct pool {
-        std::vector<std::shared_ptr<relay::mailbox>> conns;
-        size_t next = 0;
+        std::shared_ptr<relay::mailbox> slots[connections_per_peer];
     };
     connect_fn connect_;
     std::mutex mu_;

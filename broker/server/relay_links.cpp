@@ -24,7 +24,7 @@ std::string tag_of(pn_delivery_t* d) {
 
 void amqp_connection::relay_attach(link_ctx& lc, const plugins::resolution& r) {
     std::shared_ptr<relay::mailbox> peer =
-        settings_.relays ? settings_.relays->peer(r.node_id, r.host, r.port) : nullptr;
+        settings_.relays ? settings_.relays->peer(r.node_id, r.host, r.port, serial_) : nullptr;
     if (!peer) {
         refuse_link(lc, error{errc::internal_error, "queue '" + lc.address + "' is on node " + r.node_id +
                                                         ", which this node cannot relay to"},
@@ -155,7 +155,7 @@ void amqp_connection::relay_anonymous(link_ctx& lc, pn_delivery_t* d, const plug
                                       std::string bytes, bool presettled) {
     auto& twin = lc.anon_twins[to.node_id];
     if (!twin.peer) {
-        twin.peer = settings_.relays ? settings_.relays->peer(to.node_id, to.host, to.port) : nullptr;
+        twin.peer = settings_.relays ? settings_.relays->peer(to.node_id, to.host, to.port, serial_) : nullptr;
         twin.relay = link_ids_.fetch_add(1, std::memory_order_relaxed) + 1;
         if (twin.peer) {
             relay::message attach;
