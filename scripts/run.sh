@@ -30,7 +30,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 [[ "$nodes" =~ ^[1-9][0-9]?$ ]] || { echo "run.sh: --nodes must be 1..99, not '$nodes'" >&2; exit 2; }
-[[ "$base" =~ ^[0-9]+$ ]] && [ "$base" -ge 1 ] && [ $((base + nodes - 1)) -le 65535 ] ||
+[[ "$base" =~ ^[0-9]{1,5}$ ]] && base=$((10#$base)) && [ "$base" -ge 1 ] && [ $((base + nodes - 1)) -le 65535 ] ||
   { echo "run.sh: --port must leave room for $nodes ports below 65536, not '$base'" >&2; exit 2; }
 
 "$root/scripts/deps.sh" build
@@ -65,6 +65,16 @@ stop_all() {
   echo >&2
   echo "stopping ${#pids[@]} node(s)..." >&2
   for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  # A node that has not stopped within 15 s is killed (its log says why).
+  for _ in $(seq 150); do
+    alive=0
+    for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
+    [ "$alive" -eq 0 ] && break
+    sleep 0.1
+  done
+  for p in "${pids[@]}"; do
+    if kill -0 "$p" 2>/dev/null; then echo "run.sh: node pid $p did not stop; killing it" >&2; kill -KILL "$p" 2>/dev/null || true; fi
+  done
   rc=0
   for p in "${pids[@]}"; do wait "$p" || rc=$?; done
   echo "stopped (data kept in $data)" >&2
@@ -79,6 +89,7 @@ for i in $(seq "$nodes"); do
   pids+=($!)
 done
 # Ready when every node answers management (or one has exited: say why).
+up=0
 for _ in $(seq 100); do
   up=0
   for i in $(seq "$nodes"); do
@@ -92,6 +103,9 @@ for _ in $(seq 100); do
   [ "$up" -eq "$nodes" ] && break
   sleep 0.1
 done
+if [ "$up" -ne "$nodes" ]; then
+  echo "run.sh: only $up of $nodes node(s) answered management within 10 s; they keep starting (logs in $data)" >&2
+fi
 "$bin/wharfctl" -b "127.0.0.1:$base" status || true
 cat >&2 <<MSG
 
@@ -103,6 +117,13 @@ c=B("127.0.0.1:$base"); c.create_sender("q").send(M(body="hi")); print(c.create_
   $bin/wharfctl -b 127.0.0.1:$base status
   $bin/wharf-bench pair --url 127.0.0.1:$base --count 100000
 MSG
-wait -n "${pids[@]}" || true
-echo "run.sh: a node exited by itself; stopping the others" >&2
+exited=""
+wait -n -p exited "${pids[@]}" || true
+for i in $(seq "$nodes"); do
+  if [ "${pids[$((i - 1))]}" = "$exited" ]; then
+    echo "run.sh: node n$i exited by itself; its log ($data/n$i.log) ends:" >&2
+    tail -5 "$data/n$i.log" >&2
+  fi
+done
+echo "run.sh: stopping the others" >&2
 stop_all

@@ -72,7 +72,9 @@ result<plugins::entity, error> queue_entities::invoke(std::string_view op, std::
     }
     if (op != "CREATE" && op != "UPDATE")
         return fail(error{errc::not_implemented, "operation '" + std::string(op) + "' on wharf.queue"});
-    auto settings = plugins::settings_from_args(args);
+    if (op == "UPDATE")
+        if (auto bad = plugins::unknown_setting(args)) return fail(*bad);
+    auto settings = plugins::settings_from_args(args, queue);
     if (!settings) return fail(settings.error());
     if (op == "CREATE") {
         if (queue.empty() || queue[0] == '$')

@@ -55,12 +55,13 @@ class management_service::merged_type {
                 if (std::find(out.begin(), out.end(), o) == out.end()) out.push_back(o);
         return out;
     }
-    result<std::vector<plugins::entity>, error> query(bool node_only) {
+    // Every entity; with `name`, at least the one of that name (READ).
+    result<std::vector<plugins::entity>, error> query(bool node_only, const std::string* name = nullptr) {
         std::vector<plugins::entity> out;
         std::map<std::string, size_t> at; // name -> index in out
         for (auto* p : parts_) {
             if (node_only && p->asks_peers()) continue;
-            auto rows = p->query();
+            auto rows = name != nullptr ? p->read(*name) : p->query();
             if (!rows) return fail(rows.error());
             for (auto& e : *rows) {
                 auto [it, fresh] = at.emplace(name_of(e), out.size());
@@ -135,7 +136,12 @@ void management_service::run(bool node_scope) {
         request r = std::move(mine.front());
         mine.pop_front();
         l.unlock();
-        reply rep = handle(r);
+        reply rep;
+        try {
+            rep = handle(r);
+        } catch (const std::exception& e) { // e.g. no thread or memory for asking peers: answer, stay up
+            rep = status_reply(500, std::string("the request failed: ") + e.what());
+        }
         if (rep.status >= 400)
             spdlog::info("management: {} {} '{}': {} {}", r.operation, r.type, r.name, rep.status, rep.description);
         publish_(r.reply_to, encode_reply(r, rep));
@@ -174,7 +180,13 @@ reply management_service::handle(const request& r) {
                                      " (supported: READ, QUERY" + (ops.empty() ? "" : ", " + join(ops)) + ")");
     if (r.name.empty())
         return status_reply(400, r.operation + " needs the application property 'name' (or 'identity')");
-    auto out = t->invoke(r.operation, r.name, r.args, node_scoped(r));
+    // UPDATE changes what its body says: application properties beyond the
+    // request's own (a client's noise) must not read as misspelt settings.
+    plugins::entity args = r.args;
+    if (r.operation == "UPDATE")
+        for (const auto& k : r.property_only)
+            if (k != "wharf:scope") args.erase(k);
+    auto out = t->invoke(r.operation, r.name, args, node_scoped(r));
     if (!out) return error_reply(out.error());
     reply rep = status_reply(r.operation == "CREATE" ? 201 : r.operation == "DELETE" ? 204 : 200,
                              r.operation == "CREATE" ? "Created" : r.operation == "DELETE" ? "No Content" : "OK");
@@ -256,7 +268,7 @@ reply management_service::query(merged_type& t, const request& r) {
 
 reply management_service::read(merged_type& t, const request& r) {
     if (r.name.empty()) return status_reply(400, "READ needs the application property 'name' (or 'identity')");
-    auto all = t.query(node_scoped(r));
+    auto all = t.query(node_scoped(r), &r.name);
     if (!all) return error_reply(all.error());
     for (auto& e : *all) {
         if (name_of(e) != r.name) continue;

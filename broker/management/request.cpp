@@ -139,7 +139,10 @@ result<request, error> decode_request(std::string_view bytes) {
             r.args["$body-not-a-map"] = true; // what the operation makes of it
         }
     }
-    for (auto& [k, v] : *props) r.args[k] = v;
+    for (auto& [k, v] : *props) {
+        if (!r.args.count(k)) r.property_only.push_back(k);
+        r.args[k] = v;
+    }
     auto op = text_of(*props, "operation");
     if (!op || op->empty()) return r; // answered with 400 by the service: it can reply
     r.operation = *op;

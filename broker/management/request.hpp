@@ -35,6 +35,7 @@ struct request {
     std::optional<int64_t> count;
     std::vector<std::string> attribute_names; // QUERY body: attributeNames
     plugins::entity args;               // the body map's scalar entries, then application properties
+    std::vector<std::string> property_only; // keys of args that only the application properties set
     bool body_is_map = false;
     std::optional<error> problem;       // a malformed request that can still be answered (400)
 };

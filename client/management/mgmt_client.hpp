@@ -57,6 +57,8 @@ class mgmt_client {
     mgmt_client& operator=(const mgmt_client&) = delete;
 
     mgmt_reply call(const mgmt_request& r);
+    // How long call() waits for an answer from now on.
+    void timeout(std::chrono::milliseconds t) { timeout_ = t; }
     // The node's container id (its node id for wharfd), "" if unknown.
     std::string node_id() const;
     const std::string& broker() const { return broker_; }

@@ -80,12 +80,16 @@ def round_trip(cluster, scenario, sender, receiver, place, messages):
     can, refused = sendable(sender, url, messages)
     unreadable = known.CANNOT_RECEIVE.get(receiver, {})
     can = [m for m in can if subject(m) not in unreadable]
+    cell = (scenario, "%s -> %s" % (sender, receiver), place)
     sent = agents.send(sender, url, queue, can)
-    assert sent.rc == 0 and sent.doc["outcomes"] == ["accepted"] * len(can), sent
+    if not (sent.rc == 0 and sent.doc["outcomes"] == ["accepted"] * len(can)):
+        report.record(*cell, ok=False, failure="send failed")
+        pytest.fail("send failed: %r" % (sent,))
     got = agents.run(receiver, "receive", url, queue=queue, count=len(can))
-    assert got.rc == 0, got
+    if got.rc != 0 or len(got.doc["messages"]) != len(can):
+        report.record(*cell, ok=False, failure="receive failed")
+        pytest.fail("receive failed (lost or duplicated?): %r" % (got,))
     by_subject = {subject(m): normal(m) for m in got.doc["messages"]}
-    assert len(got.doc["messages"]) == len(can), "lost or duplicated: %d of %d" % (len(got.doc["messages"]), len(can))
     notes, failures = set(), []
     for m in can:
         m = normal(m)
@@ -101,8 +105,7 @@ def round_trip(cluster, scenario, sender, receiver, place, messages):
         notes.add("%s cannot send this: %s" % (sender, why))
     for name in sorted(set(unreadable) & {subject(m) for m in messages}):
         notes.add("%s cannot receive this: %s" % (receiver, unreadable[name]))
-    report.record(scenario, "%s -> %s" % (sender, receiver), place, ok=True, known=sorted(notes),
-                  failure=failures or None)
+    report.record(*cell, ok=True, known=sorted(notes), failure=failures or None)
     assert not failures, "\n".join(failures)
 
 
@@ -219,10 +222,12 @@ def test_request_reply(cluster, client, place):
                "body": {"value": {"type": "string", "value": "ping"}}}
     got = agents.request(client, node_for(cluster, place).url, queue, request)
     service.join(timeout=40)
+    assert not service.is_alive(), "the echo service never got the request"
     assert service.error is None, service.error
     assert got.rc == 0, got
     reply = normal(got.doc["reply"])
     ok = (reply["properties"].get("correlation_id") == {"type": "string", "value": "req-1"}
+          and "echo" in json.dumps(reply["body"]) and "ping" in json.dumps(reply["body"])
           and got.doc["reply_to"].startswith("$dynamic." + node_for(cluster, place).node_id + "."))
     report.record("request", client, place, ok=ok, failure=None if ok else json.dumps(reply)[:200])
     assert ok, got.doc
@@ -253,7 +258,10 @@ def test_redirect(cluster, client):
                                     {"type": kind, "value": key})
                 assert why, "key %s is a %s" % (key, kind)
                 notes.append(why)
-            assert str(v["value"]) == str(value) or float(v["value"]) == float(value), (key, v)
+            if key == "port":  # some clients decode every number as a float
+                assert int(float(v["value"])) == value, (key, v)
+            else:
+                assert str(v["value"]) == str(value), (key, v)
         # The test follows it: the same client at the node the info names.
         again = agents.run(client, "attach", "%s:%s" % (pairs["network-host"][1]["value"],
                                                          int(float(pairs["port"][1]["value"]))), queue=queue)
@@ -277,8 +285,8 @@ def test_management_query(cluster, client, place):
     names = [n["value"] for n in body["attributeNames"]["value"]]
     rows = [dict(zip(names, [c.get("value") for c in r["value"]])) for r in body["results"]["value"]]
     listed = [r for r in rows if r["name"] == "listed-queue"]
-    ok = len(listed) == 1 and listed[0]["node"] == "n2"
-    report.record("management", client, place, ok=ok, failure=None if ok else "listed-queue missing")
+    ok = len(listed) == 1 and listed[0]["node"] == "n2" and int(float(listed[0]["depth"] or 0)) >= 1
+    report.record("management", client, place, ok=ok, failure=None if ok else "listed-queue missing or empty")
     assert ok, rows[:5]
 
 

@@ -120,6 +120,25 @@ def test_purge_and_delete_from_a_node_that_does_not_own_the_queue(cluster):
     assert "doomed" not in cluster.owners()
 
 
+def test_a_queue_made_again_after_delete_starts_with_fresh_settings(cluster):
+    n1 = cluster.nodes[0]
+    m = Mgmt(n1.url)
+    try:
+        status, desc, body = m.call("CREATE", type="wharf.queue", name="again", body={"node": "n1", "maxDepth": 1})
+        assert status == 201 and body["maxDepth"] == 1, desc
+        # Owned here and never used: a purge finds nothing, and says so.
+        status, desc, body = m.call("PURGE", type="wharf.queue", name="again")
+        assert status == 200 and body["purged"] == 0 and body["node"] == "n1", (status, desc, body)
+        assert m.call("DELETE", type="wharf.queue", name="again")[0] == 204
+        status, desc, body = m.call("CREATE", type="wharf.queue", name="again", body={"node": "n1"})
+        assert status == 201 and "maxDepth" not in body, (status, desc, body)
+    finally:
+        m.close()
+    send(n1, "again", 3)  # the old limit of 1 is gone with the old queue
+    cluster.wait_for(lambda: read(n1, "again")[2].get("depth") == 3, what="three messages held")
+    assert read(n1, "again")[2].get("maxDepth") in (None, 0)
+
+
 def test_bad_updates_are_refused_with_the_setting_named(cluster):
     n1 = cluster.nodes[0]
     send(n1, "strict", 1)
@@ -127,7 +146,8 @@ def test_bad_updates_are_refused_with_the_setting_named(cluster):
     try:
         cases = [({"maxDepth": "ten"}, "maxDepth"), ({"maxDepth": -1}, "maxDepth"),
                  ({"overflow": "sideways"}, "overflow"), ({"deadLetterAddress": 7}, "deadLetterAddress"),
-                 ({}, "changes one of")]
+                 ({"deadLetterAddress": "strict"}, "itself"), ({"maxdepth": 5}, "'maxdepth' is not a setting"),
+                 ({"depth": 0}, "'depth' is not a setting"), ({}, "changes one of")]
         for args, named in cases:
             status, desc, _ = m.call("UPDATE", type="wharf.queue", name="strict", body=args)
             assert status == 400 and named in desc, (args, status, desc)

@@ -160,6 +160,13 @@ class entity_type {
     virtual std::vector<std::string> operation_names() const = 0;
     // Every entity of the type, each with at least "name".
     virtual result<std::vector<entity>, error> query() = 0;
+    // For READ: entities among which the one named `name` is, if it exists
+    // (the caller picks it out). A type whose query() is costly (it asks
+    // other nodes) narrows the work here.
+    virtual result<std::vector<entity>, error> read(std::string_view name) {
+        (void)name;
+        return query();
+    }
     // `name` is the entity's name; `args` the request's application
     // properties and body map. The result is the response body.
     virtual result<entity, error> invoke(std::string_view operation, std::string_view name,

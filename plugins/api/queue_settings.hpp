@@ -41,9 +41,10 @@ struct queue_settings {
 inline constexpr std::array<std::string_view, 5> queue_setting_names = {
     "maxDepth", "maxDepthBytes", "maxDeliveryCount", "overflow", "deadLetterAddress"};
 
-// The settings among a request's arguments (other keys are ignored). A
-// setting of the wrong type or range is an invalid_field error naming it.
-inline result<queue_settings, error> settings_from_args(const entity& args) {
+// The settings among a request's arguments for `queue` (other keys are
+// ignored; see unknown_setting). A setting of the wrong type or range is an
+// invalid_field error naming it.
+inline result<queue_settings, error> settings_from_args(const entity& args, std::string_view queue) {
     queue_settings s;
     auto count = [&](const char* key, std::optional<uint64_t>& into) -> std::optional<error> {
         auto it = args.find(key);
@@ -67,9 +68,36 @@ inline result<queue_settings, error> settings_from_args(const entity& args) {
         auto* d = std::get_if<std::string>(&it->second);
         if (d == nullptr)
             return fail(error{errc::invalid_field, "'deadLetterAddress' must be a queue name (a string; \"\" drops)"});
+        if (!d->empty() && (*d)[0] == '$')
+            return fail(error{errc::invalid_field, "'deadLetterAddress' must be a queue name, not '" + *d + "'"});
+        if (*d == queue)
+            return fail(error{errc::invalid_field, "'deadLetterAddress' must name another queue: '" + *d +
+                                                       "' would dead-letter into itself"});
         s.dead_letter_address = *d;
     }
     return s;
+}
+
+// For UPDATE: the first argument that is neither a setting nor part of the
+// management request itself, as an invalid_field error (a misspelt setting
+// must not be answered "OK" while changing nothing).
+inline std::optional<error> unknown_setting(const entity& args) {
+    static constexpr std::array<std::string_view, 10> request_keys = {
+        "operation", "type", "name", "identity", "entityType", "wharf:scope", "locales", "offset", "count", "node"};
+    for (const auto& [key, value] : args) {
+        (void)value;
+        if (key.empty() || key[0] == '$') continue;
+        auto known = [&](const auto& names) {
+            for (auto n : names)
+                if (n == key) return true;
+            return false;
+        };
+        if (known(queue_setting_names) || known(request_keys)) continue;
+        std::string names;
+        for (auto n : queue_setting_names) names += (names.empty() ? "" : ", ") + std::string(n);
+        return error{errc::invalid_field, "'" + key + "' is not a setting UPDATE can change (settings: " + names + ")"};
+    }
+    return std::nullopt;
 }
 
 // The settings that are set, as entity attributes.

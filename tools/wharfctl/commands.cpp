@@ -106,7 +106,9 @@ std::map<std::string, datum> ctl_commands::queue_figures() {
 
 namespace {
 // Messages per second into and out of (acknowledged from) each queue
-// between two readings `window` apart; "-" where a reading lacks figures.
+// between two readings `window` apart (the time between the starts of the
+// two readings, as measured); "-" where a reading lacks figures or the
+// queue's owner changed between them (the counts are the owner's).
 struct queue_rates {
     std::map<std::string, std::pair<std::string, std::string>> by_queue;
     std::pair<std::string, std::string> of(const std::string& q) const {
@@ -125,6 +127,11 @@ queue_rates rates_between(const std::map<std::string, datum>& before, const std:
         if (x == nullptr || y == nullptr || !x->as_int() || !y->as_int()) return "-"; // no figures
         const int64_t from = x->as_int().value_or(0), to = y->as_int().value_or(0);
         if (to < from) return "-"; // the queue was made anew meanwhile
+        const datum* na = a.find("node");
+        const datum* nb = b.find("node");
+        if (na != nullptr && nb != nullptr && na->as_string() && nb->as_string() &&
+            *na->as_string() != *nb->as_string())
+            return "-"; // moved: the new owner counts from its own start
         char buf[32];
         std::snprintf(buf, sizeof buf, "%.0f", static_cast<double>(to - from) / secs);
         return buf;
@@ -142,11 +149,14 @@ void ctl_commands::status(std::chrono::milliseconds rate_window) {
     const mgmt_reply nodes = node_query("wharf.node", {});
     const bool with_rates = rate_window.count() > 0;
     auto figures = [&] {
+        const auto started = std::chrono::steady_clock::now();
         auto first = queue_figures();
         if (!with_rates) return std::pair{first, queue_rates{}};
-        std::this_thread::sleep_for(rate_window); // the rates' sampling window
+        std::this_thread::sleep_until(started + rate_window); // the rates' sampling window
+        const auto again = std::chrono::steady_clock::now();
         auto second = queue_figures();
-        auto rates = rates_between(first, second, rate_window);
+        auto rates = rates_between(first, second,
+                                   std::chrono::duration_cast<std::chrono::milliseconds>(again - started));
         return std::pair{std::move(second), std::move(rates)};
     };
     if (nodes.status == 404) { // no wlm plugin: a single node

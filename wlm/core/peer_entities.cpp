@@ -7,6 +7,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <chrono>
 #include <future>
 #include <map>
 
@@ -36,7 +38,10 @@ result<mgmt::mgmt_reply, error> ask_node(const std::string& node, const std::str
                                          mgmt_props props, std::optional<proton::value> body) {
     props.emplace_back("wharf:scope", proton::scalar(std::string("node")));
     try {
+        const auto start = std::chrono::steady_clock::now();
         mgmt::mgmt_client c(host + ":" + std::to_string(port), peer_timeout);
+        const auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+        c.timeout(std::max(std::chrono::milliseconds(1), peer_timeout - spent));
         return c.call(mgmt::mgmt_request{std::move(props), std::move(body)});
     } catch (const std::exception& e) {
         return fail(error{errc::internal_error, "node " + node + " did not answer: " + e.what()});
@@ -59,8 +64,8 @@ std::vector<entity> entities_of(const mgmt::mgmt_reply& r) {
     return out;
 }
 
-std::vector<peer_entities::peer> peer_entities::live_peers() {
-    std::vector<peer> out;
+std::vector<node_address> peer_entities::live_peers() {
+    std::vector<node_address> out;
     std::lock_guard l(s_->mu);
     auto v = read_cluster(*s_->store);
     if (!v) return out;
@@ -69,7 +74,7 @@ std::vector<peer_entities::peer> peer_entities::live_peers() {
     return out;
 }
 
-std::optional<std::pair<peer_entities::peer, std::string>> peer_entities::split(std::string_view name) {
+std::optional<std::pair<node_address, std::string>> peer_entities::split(std::string_view name) {
     const size_t slash = name.find('/');
     if (slash == std::string_view::npos) return std::nullopt;
     const std::string_view node = name.substr(0, slash);
@@ -80,27 +85,44 @@ std::optional<std::pair<peer_entities::peer, std::string>> peer_entities::split(
 
 bool peer_entities::handles(std::string_view, std::string_view name) { return split(name).has_value(); }
 
-result<std::vector<entity>, error> peer_entities::query() {
+result<std::vector<entity>, error> peer_entities::query() { return query_of(live_peers()); }
+
+result<std::vector<entity>, error> peer_entities::read(std::string_view name) {
+    auto where = split(name);
+    if (!where) return std::vector<entity>{}; // this node's: the broker's
+    return query_of({where->first});
+}
+
+std::map<std::string, std::vector<entity>> query_nodes(const std::vector<node_address>& nodes,
+                                                      const std::string& type, const std::string& asker) {
     std::map<std::string, std::future<result<mgmt::mgmt_reply, error>>> asked;
-    for (const auto& p : live_peers()) {
+    for (const auto& p : nodes) {
         mgmt_props props = {{"operation", proton::scalar(std::string("QUERY"))},
                             {"type", proton::scalar(std::string("org.amqp.management"))},
                             {"name", proton::scalar(std::string("self"))},
-                            {"entityType", proton::scalar(type_)}};
+                            {"entityType", proton::scalar(type)}};
         std::map<std::string, proton::value> body{{"attributeNames", std::vector<std::string>{}}};
         asked[p.id] = std::async(std::launch::async, [p, props, body] {
             return ask_node(p.id, p.host, p.port, props, proton::value(body));
         });
     }
-    std::vector<entity> out;
+    std::map<std::string, std::vector<entity>> out;
     for (auto& [node, f] : asked) {
         auto reply = f.get();
         if (reply && !reply->ok()) reply = fail(error_of(node, *reply));
         if (!reply) {
-            spdlog::info("{}: management: no {} from {}: {}", node_id_, type_, node, reply.error().description);
+            spdlog::info("{}: management: no {} from {}: {}", asker, type, node, reply.error().description);
             continue;
         }
-        for (auto& e : entities_of(*reply)) {
+        out[node] = entities_of(*reply);
+    }
+    return out;
+}
+
+std::vector<entity> peer_entities::query_of(const std::vector<node_address>& peers) {
+    std::vector<entity> out;
+    for (auto& [node, entities] : query_nodes(peers, type_, node_id_)) {
+        for (auto& e : entities) {
             // Names of other nodes' entities (and the connections links
             // name) carry the node: "n2/connection-4".
             for (const char* key : {"name", "connection"})

@@ -3,7 +3,8 @@
 //
 // ask_node: one request to a node, scoped to that node (application
 // property wharf:scope = "node": it answers from itself alone), over a
-// short-lived management client; up to peer_timeout.
+// short-lived management client; up to peer_timeout in all (connecting and
+// the answer).
 //
 // peer_entities: the other live nodes' part of a per-node type
 // (wharf.connection, wharf.link), so that any node lists the cluster's. Their
@@ -17,6 +18,7 @@
 #include "wlm/core/wlm_entities.hpp"
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -41,6 +43,16 @@ plugins::attribute_value attribute_of(const mgmt::datum& d);
 // The rows of a QUERY reply as entities.
 std::vector<plugins::entity> entities_of(const mgmt::mgmt_reply& r);
 
+struct node_address {
+    std::string id, host;
+    uint16_t port = 0;
+};
+
+// QUERY of `type` at each node, all at once: their entities, by node. A node
+// that does not answer within peer_timeout is left out (and logged).
+std::map<std::string, std::vector<plugins::entity>> query_nodes(const std::vector<node_address>& nodes,
+                                                                const std::string& type, const std::string& asker);
+
 class peer_entities final : public plugins::entity_type {
   public:
     peer_entities(std::shared_ptr<shared_store> s, std::string type, std::vector<std::string> operations,
@@ -52,17 +64,17 @@ class peer_entities final : public plugins::entity_type {
     bool asks_peers() const override { return true; }
     bool handles(std::string_view op, std::string_view name) override;
     result<std::vector<plugins::entity>, error> query() override;
+    result<std::vector<plugins::entity>, error> read(std::string_view name) override;
     result<plugins::entity, error> invoke(std::string_view op, std::string_view name,
                                           const plugins::entity& args) override;
 
   private:
-    struct peer {
-        std::string id, host;
-        uint16_t port = 0;
-    };
-    std::vector<peer> live_peers();
+    std::vector<node_address> live_peers();
+    // The entities of the type at these nodes, asked all at once (a node
+    // that does not answer in time adds none).
+    std::vector<plugins::entity> query_of(const std::vector<node_address>& peers);
     // "<node>/<rest>" of a live peer: that peer and rest.
-    std::optional<std::pair<peer, std::string>> split(std::string_view name);
+    std::optional<std::pair<node_address, std::string>> split(std::string_view name);
 
     std::shared_ptr<shared_store> s_;
     const std::string type_;

@@ -133,7 +133,7 @@ result<entity, error> owner_entities::create(const std::string& queue, const ent
     }
     if (queue.empty() || queue[0] == '$')
         return fail(error{errc::invalid_field, "'" + queue + "' cannot be a cluster queue's name"});
-    auto settings = plugins::settings_from_args(args);
+    auto settings = plugins::settings_from_args(args, queue);
     if (!settings) return fail(settings.error());
     auto decided = place_(queue, node);
     if (!decided) return fail(decided.error());
@@ -149,17 +149,21 @@ result<entity, error> owner_entities::create(const std::string& queue, const ent
         return fail(error{errc::internal_error, "metadata store: " + put.error().description});
     }
     entity e = owner_entity(queue, rec, true);
+    // The owner applies the settings when the queue first shows up there. A
+    // record left by a deleted queue of that name (a DELETE that raced an
+    // UPDATE) is replaced, or removed when this CREATE sets nothing.
+    const std::string key = std::string(settings_prefix) + queue;
+    auto old = s_->store->get(key);
+    if (!old) return fail(error{errc::internal_error, "queue '" + queue + "' created, its settings not saved: " +
+                                                          old.error().description});
+    const uint64_t old_version = *old ? (*old)->version : 0;
     if (!settings->empty()) {
-        // The owner applies them when the queue first shows up there.
-        auto saved = s_->store->compare_and_set(std::string(settings_prefix) + queue, 0, encode(*settings));
-        if (!saved && saved.error().code == store_errc::conflict) { // left by a deleted queue of that name
-            if (auto old = s_->store->get(std::string(settings_prefix) + queue); old && *old)
-                saved = s_->store->compare_and_set(std::string(settings_prefix) + queue, (*old)->version,
-                                                   encode(*settings));
-        }
+        auto saved = s_->store->compare_and_set(key, old_version, encode(*settings));
         if (!saved) return fail(error{errc::internal_error, "queue '" + queue + "' created, its settings not saved: " +
                                                                 saved.error().description});
         plugins::put_settings(e, *settings);
+    } else if (old_version != 0) {
+        (void)s_->store->compare_and_delete(key, old_version);
     }
     return e;
 }

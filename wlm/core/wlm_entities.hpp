@@ -34,6 +34,10 @@ namespace wharf::wlm {
 struct shared_store {
     std::mutex mu;
     std::unique_ptr<metadata_store> store;
+    // Asks the WLM worker to read the store's changes and act on them now,
+    // not at its next poll (after management wrote something this node
+    // must apply). Any thread; set once before management starts.
+    std::function<void()> wake;
 };
 
 // This node's [plugin.wlm] placement settings. The store's "placement"

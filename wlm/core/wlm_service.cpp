@@ -5,6 +5,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <utility>
+
 #include <algorithm>
 #include <charconv>
 
@@ -31,6 +33,13 @@ std::optional<std::string> wlm_service::start() {
     if (!admin) return admin.error().description;
     admin_ = std::make_shared<shared_store>();
     admin_->store = std::move(admin.value());
+    admin_->wake = [this] {
+        {
+            std::lock_guard l(mu_);
+            woken_ = true;
+        }
+        cv_.notify_one();
+    };
     const placement_config configured{opts_.policy, opts_.weights, opts_.rules};
     node_entities_ = std::make_unique<node_entities>(admin_, configured);
     owner_entities_ = std::make_unique<owner_entities>(admin_);
@@ -521,10 +530,11 @@ void wlm_service::answer_parked(bool all) {
 void wlm_service::run() {
     std::unique_lock l(mu_);
     while (!stop_) {
-        cv_.wait_for(l, opts_.poll, [this] { return stop_ || !requests_.empty(); });
+        cv_.wait_for(l, opts_.poll, [this] { return stop_ || woken_ || !requests_.empty(); });
         if (stop_) break;
         std::deque<request> work;
         work.swap(requests_);
+        if (std::exchange(woken_, false)) next_reconcile_ = clock::now();
         l.unlock();
         poll_changes();
         for (auto& r : work) serve(r);

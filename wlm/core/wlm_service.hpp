@@ -166,6 +166,7 @@ class wlm_service final : public plugins::plugin, public plugins::address_resolv
     std::deque<request> requests_;
     std::vector<parked> parked_;
     bool stop_ = false;
+    bool woken_ = false;                      // shared_store::wake was called
     std::atomic<bool> serving_{false};
     std::thread thread_;
 };
