@@ -131,20 +131,25 @@ result<http_reply, std::string> etcd_http_client::post(std::string_view target, 
     auto& s = *impl_;
     const auto deadline = clock::now() + s.request_timeout;
     std::string errors;
+    // Each endpoint gets its share of the time, so a hung member leaves
+    // time for the others.
+    const auto share = std::max(s.connect_timeout, s.request_timeout / static_cast<int>(s.endpoints.size()));
     for (size_t tried = 0; tried < s.endpoints.size() && clock::now() < deadline; ++tried) {
         const etcd_endpoint& ep = s.endpoints[s.current];
+        const auto until = std::min(deadline, clock::now() + share);
         const bool reused = s.stream.has_value();
-        const auto connect_by = std::min(deadline, clock::now() + s.connect_timeout);
         http_reply reply;
-        std::string err = reused ? std::string() : s.connect(ep, connect_by);
-        if (err.empty()) err = s.exchange(ep, target, body, deadline, reply);
-        if (!err.empty() && reused && clock::now() < deadline) {
+        std::string err = reused ? std::string() : s.connect(ep, std::min(until, clock::now() + s.connect_timeout));
+        if (err.empty()) err = s.exchange(ep, target, body, until, reply);
+        if (!err.empty() && reused && clock::now() < until) {
             // The member may have closed an idle keep-alive connection: once
             // more on a fresh one before trying another member.
-            err = s.connect(ep, std::min(deadline, clock::now() + s.connect_timeout));
-            if (err.empty()) err = s.exchange(ep, target, body, deadline, reply);
+            err = s.connect(ep, std::min(until, clock::now() + s.connect_timeout));
+            if (err.empty()) err = s.exchange(ep, target, body, until, reply);
         }
         if (err.empty() && no_leader(reply)) err = "no leader (" + reply.body.substr(0, 200) + ")";
+        if (err.empty() && reply.status != 200 && reply.body.rfind('{', 0) != 0)
+            err = "HTTP " + std::to_string(reply.status) + " without an etcd answer (is this etcd's client port?)";
         if (err.empty()) return reply;
         s.stream.reset();
         errors += (errors.empty() ? "" : "; ") + ep.text() + ": " + err;
