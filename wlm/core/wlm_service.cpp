@@ -337,9 +337,18 @@ std::optional<store_error> wlm_service::assign(const std::string& queue) {
             }
             return std::nullopt;
         }
+        // The change feed may lag the store (etcd's watch delivers a little
+        // later): place among the members as the store has them now.
+        auto live = store_->list(nodes_prefix);
+        if (!live) return live.error();
         owner_record rec;
         {
             std::lock_guard l(mu_);
+            for (const auto& kv : *live) {
+                const std::string id = kv.key.substr(nodes_prefix.size());
+                if (!nodes_.count(id))
+                    if (auto n = decode_node(id, kv.value)) nodes_[id] = std::move(*n);
+            }
             auto d = place(queue, node_.node_id, candidates_locked(), rules_locked(), policy_locked(),
                            weights_locked(), placement_);
             if (!d) {
