@@ -158,8 +158,19 @@ TEST(etcd_watch, resumes_on_another_member_without_losing_or_repeating_changes) 
     };
     ASSERT_EQ(wait_for(1).size(), 1u);
     cluster.kill(0);
-    ASSERT_TRUE(writer->compare_and_set("b", 0, "2"));
-    ASSERT_TRUE(writer->compare_and_set("c", 0, "3"));
+    // If member 0 led, the others elect a new leader first: write until it
+    // takes (a conflict: an earlier try took, its answer lost).
+    auto write = [&](const char* key, const char* value) {
+        const auto deadline = steady::now() + 10s;
+        for (;;) {
+            auto r = writer->compare_and_set(key, 0, value);
+            if (r || r.error().code == store_errc::conflict) return true;
+            if (steady::now() >= deadline) return false;
+            std::this_thread::sleep_for(50ms); // retry interval
+        }
+    };
+    ASSERT_TRUE(write("b", "2"));
+    ASSERT_TRUE(write("c", "3"));
     auto got = wait_for(3);
     ASSERT_EQ(got.size(), 3u);
     EXPECT_EQ(got[0].kv.key, "a");
