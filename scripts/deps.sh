@@ -12,9 +12,11 @@ build_pkgs=(cmake g++ make pkg-config
   libspdlog-dev libfmt-dev                        # logging
   zlib1g-dev                                      # CRC-32 of journal records
   libsqlite3-dev                                  # the cluster metadata store (wlm)
-  nlohmann-json3-dev)                             # JSON text (wharfctl, wharf-bench, the C++ interop agent)
+  nlohmann-json3-dev                              # JSON text (wharfctl, wharf-bench, the C++ interop agent, etcd)
+  libboost-dev)                                   # Boost.Beast (header-only): HTTP to etcd's JSON gateway
 test_pkgs=(googletest libgtest-dev libgmock-dev   # unit and component tests
-  python3-qpid-proton python3-pytest)             # interop tests with Python Proton
+  python3-qpid-proton python3-pytest              # interop tests with Python Proton
+  etcd-server)                                    # /usr/bin/etcd: the etcd metadata store's tests
 bench_pkgs=(libqpid-proton11-dev-examples         # the Proton example broker, our baseline
   libbenchmark-dev librocksdb-dev libsqlite3-dev liblmdb-dev) # tools/store-bench: storage engines compared
 

@@ -218,8 +218,11 @@ std::optional<std::string> set_top_key(top_layer& layer, std::string_view key,
     } else if (key == "metadata") {
         auto s = nonempty_string(v);
         if (!s) return s.error();
-        if (s->rfind("sqlite:", 0) != 0 || s->size() == 7)
-            return "'" + *s + "': expected sqlite:PATH (the etcd backend is not built yet)";
+        // The form only; the wlm plugin checks the rest when it starts.
+        const bool sqlite = s->rfind("sqlite:", 0) == 0 && s->size() > 7;
+        const bool etcd = s->rfind("etcd://", 0) == 0 && s->size() > 7;
+        if (!sqlite && !etcd)
+            return "'" + *s + "': expected sqlite:PATH or etcd://HOST:PORT[,HOST:PORT...][/PREFIX]";
         layer.metadata = *s;
     } else {
         return unknown_key_message(key, top_keys_);

@@ -110,7 +110,7 @@ constexpr std::array<flag_doc, 15> flag_docs = {{
     {"advertise", "HOST:PORT",
      "The address other nodes and redirected clients use to reach this node. Default: the first "
      "listener's"},
-    {"metadata", "sqlite:PATH", "The cluster's shared metadata store (with the wlm plugin)"},
+    {"metadata", "sqlite:PATH|etcd://HOST:PORT[,...][/PREFIX]", "The cluster's shared metadata store (with the wlm plugin)"},
 }};
 
 constexpr const char* help_footer =

@@ -63,7 +63,7 @@ struct node_config {
     std::vector<std::string> plugins;
     std::string plugin_dir;
     std::string advertise;             // HOST:PORT others reach this node at; "" = first listener
-    std::string metadata;              // "sqlite:PATH": the cluster's shared metadata store
+    std::string metadata;              // "sqlite:PATH" or "etcd://HOST:PORT[,...][/PREFIX]": the cluster's shared metadata store
     // [plugin.NAME] tables: key -> values (a scalar is one value, an array many).
     std::map<std::string, std::map<std::string, std::vector<std::string>>> plugin_options;
 };

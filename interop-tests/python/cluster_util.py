@@ -1,14 +1,19 @@
 """A local Wharf cluster for tests: N wharfd nodes with the wlm plugin and
-one SQLite metadata file, plus the wharf-wlm command beside wharfd."""
+one metadata store, plus the wharf-wlm command beside wharfd. The store is a
+SQLite file, or etcd when WHARF_METADATA=etcd (one shared 3-member etcd
+cluster per test process, a key prefix per Cluster) or when a test passes
+its own EtcdCluster."""
 import os
 import signal
 import socket
 import subprocess
 import tempfile
 import time
+import uuid
 
 from proton.utils import BlockingConnection, LinkDetached
 
+from etcd_cluster import shared_etcd
 from wharfd_process import WHARFD, Wharfd
 
 WHARF_WLM = os.path.join(os.path.dirname(WHARFD), "wharf-wlm") if WHARFD else ""
@@ -21,17 +26,23 @@ def free_port():
 
 
 class Cluster:
-    """wlm: extra [plugin.wlm] keys, e.g. {"lease-ttl": 1, "reassign-after": 2}."""
+    """wlm: extra [plugin.wlm] keys, e.g. {"lease-ttl": 1, "reassign-after": 2}.
+    etcd: an EtcdCluster to use (else WHARF_METADATA=etcd picks the shared one)."""
 
-    def __init__(self, n=3, wlm=None, broker=""):
+    def __init__(self, n=3, wlm=None, broker="", etcd=None):
         self.dir = tempfile.mkdtemp(prefix="wharf-cluster-")
-        self.metadata = os.path.join(self.dir, "meta.db")
+        if etcd is None and os.environ.get("WHARF_METADATA") == "etcd":
+            etcd = shared_etcd()
+        self.etcd = etcd
+        self.prefix = "/wharf-%s/" % uuid.uuid4().hex[:12]
+        # The nodes' metadata setting: sqlite:PATH or etcd://HOSTS/PREFIX.
+        self.metadata = etcd.spec(self.prefix) if etcd else "sqlite:" + os.path.join(self.dir, "meta.db")
         self.wlm = dict(wlm or {})
         self.broker = broker  # top-level config lines for every node
         self.nodes = [self._start("n%d" % i) for i in range(1, n + 1)]
 
     def _config(self):
-        text = "plugins = [\"wlm\"]\nmetadata = \"sqlite:%s\"\n%s\n[plugin.wlm]\n" % (self.metadata, self.broker)
+        text = "plugins = [\"wlm\"]\nmetadata = \"%s\"\n%s\n[plugin.wlm]\n" % (self.metadata, self.broker)
         for k, v in self.wlm.items():
             text += "%s = %s\n" % (k, v)
         return text
@@ -73,7 +84,7 @@ class Cluster:
         return again
 
     def wlm_command(self, *args):
-        return subprocess.run([WHARF_WLM, "--metadata", "sqlite:" + self.metadata] + list(args),
+        return subprocess.run([WHARF_WLM, "--metadata", self.metadata] + list(args),
                               capture_output=True, text=True, timeout=60)
 
     def owners(self):

@@ -1,6 +1,8 @@
 // wharf-plugin-wlm.so: the factory the broker loads.
 
 #include "wlm/core/wlm_service.hpp"
+#include "wlm/metadata/etcd_metadata_store.hpp"
+#include "wlm/metadata/open_metadata_store.hpp"
 
 namespace wharf::wlm {
 namespace {
@@ -13,7 +15,14 @@ class wlm_factory final : public plugins::plugin_factory {
         auto o = parse_wlm_options(opts);
         if (!o) return o.error();
         if (node.metadata.empty())
-            return std::string("metadata: not set; the wlm plugin needs --metadata sqlite:PATH");
+            return "metadata: not set; the wlm plugin needs --metadata " + std::string(metadata_spec_forms);
+        if (node.metadata.rfind("etcd://", 0) == 0) {
+            if (auto spec = etcd_metadata_store::parse_spec(node.metadata); !spec)
+                return "metadata: " + spec.error();
+        } else if (node.metadata.rfind("sqlite:", 0) != 0) {
+            return "metadata: '" + node.metadata + "' is not a metadata store; use " +
+                   std::string(metadata_spec_forms);
+        }
         if (node.port == 0)
             return std::string("advertise: the node's address has port 0; set --advertise HOST:PORT so "
                                "other nodes can redirect clients here");

@@ -1,7 +1,7 @@
 #include "wlm/core/wlm_service.hpp"
 
 #include "wlm/core/cluster_admin.hpp"
-#include "wlm/metadata/sqlite_metadata_store.hpp"
+#include "wlm/metadata/open_metadata_store.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -24,12 +24,12 @@ wlm_service::wlm_service(wlm_options opts, plugins::node_context& ctx)
 wlm_service::~wlm_service() { stop(); }
 
 std::optional<std::string> wlm_service::start() {
-    if (node_.metadata.rfind("sqlite:", 0) != 0)
-        return "no metadata store: start with --metadata sqlite:PATH (or metadata = \"sqlite:PATH\")";
-    auto s = sqlite_metadata_store::open(node_.metadata.substr(7));
+    if (node_.metadata.empty())
+        return "metadata: not set; start with --metadata " + std::string(metadata_spec_forms);
+    auto s = open_metadata_store(node_.metadata);
     if (!s) return s.error().description;
     store_ = std::move(s.value());
-    auto admin = sqlite_metadata_store::open(node_.metadata.substr(7));
+    auto admin = open_metadata_store(node_.metadata);
     if (!admin) return admin.error().description;
     admin_ = std::make_shared<shared_store>();
     admin_->store = std::move(admin.value());
@@ -65,6 +65,7 @@ std::optional<std::string> wlm_service::start() {
     ctx_.add_entity_type(*route_entities_);
     ctx_.add_entity_type(*placement_entities_);
     thread_ = std::thread([this] { run(); });
+    fence_thread_ = std::thread([this] { watch_lease(); });
     spdlog::info("{}: wlm: member of the cluster in {} ({} nodes known, {} queues owned)",
                  node_.node_id, node_.metadata, nodes_.size(), owners_.size());
     return std::nullopt;
@@ -77,7 +78,9 @@ void wlm_service::stop() {
         stop_ = true;
     }
     cv_.notify_all();
+    fence_cv_.notify_all();
     if (thread_.joinable()) thread_.join();
+    if (fence_thread_.joinable()) fence_thread_.join();
     transfers_.clear();   // what is unsettled goes back to the local queues
     forwarders_.clear();
     if (store_ && lease_ != 0) store_->revoke_lease(lease_); // leave the cluster now, not at lease expiry
@@ -91,99 +94,6 @@ void wlm_service::stop() {
     const auto stopping = plugins::resolution::refuse(errc::detach_forced, "node " + node_.node_id + " is stopping");
     for (auto& r : left) r.done(stopping);
     for (auto& p : waiting) p.done(stopping);
-}
-
-// ---- membership --------------------------------------------------------------
-
-std::optional<std::string> wlm_service::register_node() {
-    auto lease = store_->grant_lease(opts_.lease_ttl);
-    if (!lease) return lease.error().description;
-    lease_ = *lease;
-    node_record me;
-    me.host = node_.host;
-    me.port = node_.port;
-    me.load.node_id = node_.node_id;
-    me.load.groups = opts_.groups;
-    const std::string key = node_key(node_.node_id);
-    for (int attempt = 0; attempt < 5; ++attempt) {
-        auto cur = store_->get(key);
-        if (!cur) return cur.error().description;
-        uint64_t expected = 0;
-        if (*cur) {
-            auto old = decode_node(node_.node_id, (*cur)->value);
-            if (old && (old->host != me.host || old->port != me.port))
-                return "node id '" + node_.node_id + "' is already in use by a live node at " +
-                       old->host + ":" + std::to_string(old->port) + "; give this node another --node-id";
-            expected = (*cur)->version; // our own previous run: take its place
-        }
-        auto put = store_->compare_and_set(key, expected, encode(me), lease_);
-        if (put) {
-            node_version_ = *put;
-            return std::nullopt;
-        }
-        if (put.error().code != store_errc::conflict) return put.error().description;
-    }
-    return "cannot register node '" + node_.node_id + "': the key keeps changing";
-}
-
-void wlm_service::heartbeat() {
-    auto alive = store_->keep_alive(lease_);
-    if (!alive) {
-        if (alive.error().code == store_errc::lease_expired) {
-            lose_lease("its membership lease expired (not renewed within " +
-                       std::to_string(opts_.lease_ttl.count()) + " ms)");
-        } else {
-            spdlog::warn("{}: wlm: cannot renew the membership lease: {}", node_.node_id,
-                         alive.error().description);
-        }
-        return;
-    }
-    // Publish this node's load for the others' placement decisions.
-    const auto figures = ctx_.load();
-    node_record me;
-    me.host = node_.host;
-    me.port = node_.port;
-    me.load.node_id = node_.node_id;
-    me.load.groups = opts_.groups;
-    me.load.messages = figures.messages;
-    me.load.connections = figures.connections;
-    me.load.queues = figures.queues;
-    {
-        std::lock_guard l(mu_);
-        if (draining_locked()) me.load.st = node_load::state::draining;
-    }
-    auto put = store_->compare_and_set(node_key(node_.node_id), node_version_, encode(me), lease_);
-    if (put) {
-        node_version_ = *put;
-        std::lock_guard l(mu_);
-        nodes_[node_.node_id] = me; // our own state, before the change log says so
-    } else if (put.error().code == store_errc::conflict) {
-        if (auto cur = store_->get(node_key(node_.node_id)); cur && *cur) node_version_ = (*cur)->version;
-    }
-}
-
-// No two nodes serve one queue: without a lease this node serves nothing
-// until it holds one again.
-void wlm_service::lose_lease(const std::string& why) {
-    serving_ = false;
-    std::vector<std::string> mine;
-    {
-        std::lock_guard l(mu_);
-        for (const auto& [q, o] : owners_)
-            if (o.node == node_.node_id) mine.push_back(q);
-    }
-    const std::string text = "node " + node_.node_id + " lost its cluster membership: " + why +
-                             "; its queues are unavailable until it rejoins";
-    spdlog::error("{}: wlm: {}; detaching the links of {} queues", node_.node_id, text, mine.size());
-    if (!mine.empty()) ctx_.detach_links(std::move(mine), error{errc::detach_forced, text});
-    transfers_.clear(); // hand-overs start again from what the store says after rejoining
-    if (!register_node()) {
-        // Check what this node owns now (its queues may have moved on
-        // meanwhile) before serving anything again.
-        if (!load_all()) return;
-        serving_ = true;
-        spdlog::info("{}: wlm: rejoined the cluster", node_.node_id);
-    }
 }
 
 // ---- the caches ----------------------------------------------------------------
@@ -423,27 +333,36 @@ std::optional<plugins::resolution> wlm_service::lookup(std::string_view address)
 
 // A first use: read the owner, or place the queue and write its owner with
 // compare-and-set (a concurrent first use elsewhere may win: then read it).
-void wlm_service::assign(const std::string& queue) {
+std::optional<store_error> wlm_service::assign(const std::string& queue) {
     const std::string key = owner_key(queue);
     for (int attempt = 0; attempt < 5; ++attempt) {
         auto cur = store_->get(key);
-        if (!cur) break;
+        if (!cur) return cur.error();
         if (*cur) {
             if (auto o = decode_owner((*cur)->value)) {
                 o->version = (*cur)->version;
                 std::lock_guard l(mu_);
                 owners_[queue] = std::move(*o);
             }
-            return;
+            return std::nullopt;
         }
+        // The change feed may lag the store (etcd's watch delivers a little
+        // later): place among the members as the store has them now.
+        auto live = store_->list(nodes_prefix);
+        if (!live) return live.error();
         owner_record rec;
         {
             std::lock_guard l(mu_);
+            for (const auto& kv : *live) {
+                const std::string id = kv.key.substr(nodes_prefix.size());
+                if (!nodes_.count(id))
+                    if (auto n = decode_node(id, kv.value)) nodes_[id] = std::move(*n);
+            }
             auto d = place(queue, node_.node_id, candidates_locked(), rules_locked(), policy_locked(),
                            weights_locked(), placement_);
             if (!d) {
                 spdlog::warn("{}: wlm: cannot place queue '{}': {}", node_.node_id, queue, d.error());
-                return;
+                return std::nullopt;
             }
             rec.node = d->node;
             rec.epoch = 1;
@@ -455,10 +374,11 @@ void wlm_service::assign(const std::string& queue) {
             rec.version = *put;
             std::lock_guard l(mu_);
             owners_[queue] = std::move(rec);
-            return;
+            return std::nullopt;
         }
-        if (put.error().code != store_errc::conflict) break;
+        if (put.error().code != store_errc::conflict) return put.error();
     }
+    return std::nullopt;
 }
 
 // One attach (or anonymous-relay first use) the cache could not answer.
@@ -469,7 +389,8 @@ void wlm_service::serve(request& r) {
         known = owners_.count(r.queue) != 0;
     }
     // An inter-node link always reads the store: the cache may lag a move.
-    if (!known || !r.forwarded_from.empty()) assign(r.queue);
+    std::optional<store_error> failed;
+    if (!known || !r.forwarded_from.empty()) failed = assign(r.queue);
     plugins::resolution res;
     {
         std::lock_guard g(mu_);
@@ -486,6 +407,13 @@ void wlm_service::serve(request& r) {
         } else if (o != owners_.end() && o->second.moving()) {
             parked_.push_back({r.queue, clock::now() + opts_.park_timeout, std::move(r.done)});
             return;
+        } else if (o == owners_.end() && failed) {
+            // Placing needs the store: refuse rather than guess (another node
+            // may be placing the same queue).
+            res = plugins::resolution::refuse(
+                errc::internal_error, "node " + node_.node_id + " cannot place queue '" + r.queue +
+                                          "': the metadata store is unreachable (" + failed->description +
+                                          "); attach again when it is back");
         } else {
             res = o != owners_.end() ? answer_locked(r.queue)
                                      : plugins::resolution::refuse(errc::detach_forced,

@@ -16,9 +16,15 @@
 // gives the queues of nodes down longer than reassign-after new owners, and
 // answers attaches parked while their queue was moving.
 //
+// Membership and fencing (membership.cpp): the node serves only while it is
+// sure its lease is valid; when the store is unreachable for about a lease
+// TTL it fences itself (detaches its queues' links, refuses attaches) and
+// rejoins once the store answers again.
+//
 // Threads: resolve() runs on connection threads and only reads the cache
 // (a mutex, not on the message path: attaches only); a cache miss and every
-// store operation run on the service's own worker thread.
+// store operation run on the service's own worker thread; the fence thread
+// only watches the lease deadline.
 
 #include "plugins/api/plugin.hpp"
 #include "internode/forwarder.hpp"
@@ -99,11 +105,16 @@ class wlm_service final : public plugins::plugin, public plugins::address_resolv
     std::optional<std::string> register_node();
     void heartbeat();
     void lose_lease(const std::string& why);
+    void fence(const std::string& why);
+    void rejoin();
+    void watch_lease();
+    std::chrono::milliseconds fence_margin() const;
     bool load_all();
     void poll_changes();
     void apply(const change& c);
     void apply_placement(std::string_view value);
-    void assign(const std::string& queue);
+    // Reads or places the queue's owner; the store's error if it failed.
+    std::optional<store_error> assign(const std::string& queue);
     void serve(request& r);
     void answer_parked(bool all);
     plugins::resolution answer_locked(const std::string& queue) const;
@@ -168,7 +179,10 @@ class wlm_service final : public plugins::plugin, public plugins::address_resolv
     bool stop_ = false;
     bool woken_ = false;                      // shared_store::wake was called
     std::atomic<bool> serving_{false};
+    clock::time_point lease_sure_until_;   // the lease surely lives until then (membership.cpp)
+    std::condition_variable fence_cv_;
     std::thread thread_;
+    std::thread fence_thread_;             // watch_lease()
 };
 
 } // namespace wharf::wlm

@@ -3,7 +3,7 @@
 // rules), with the three things WLM needs from it: compare-and-set on keys,
 // leases (keys that vanish when their owner stops renewing), and change
 // notification. Backends: sqlite (one file shared by the nodes of one host)
-// now; etcd v3 later, behind the same interface.
+// and etcd v3 (nodes on many hosts); open_metadata_store picks one.
 //
 // Threads: every method is blocking and may be called from any one thread at
 // a time per object (WLM gives the store a thread of its own). Not for the
@@ -78,7 +78,9 @@ class metadata_store {
     // The store-wide revision now (every write increments it).
     virtual result<uint64_t, store_error> revision() = 0;
     // Changes to keys under `prefix` with revision > `after`, oldest first.
-    // Expired leases' keys show up as erase changes.
+    // Expired leases' keys show up as erase changes. A change may show up
+    // shortly after its write (etcd delivers them through a watch): poll.
+    // store_errc::invalid: the history after `after` is gone; list() again.
     virtual result<std::vector<change>, store_error> changes_since(std::string_view prefix,
                                                                    uint64_t after) = 0;
 };

@@ -2,14 +2,17 @@
 // AMQP management arrives: show the cluster, move a queue, drain a node.
 // It writes requests to the metadata store; the nodes carry them out.
 //
-//   wharf-wlm --metadata sqlite:PATH status
-//   wharf-wlm --metadata sqlite:PATH move QUEUE NODE [--wait SECONDS]
-//   wharf-wlm --metadata sqlite:PATH drain NODE | undrain NODE
+//   wharf-wlm --metadata STORE status
+//   wharf-wlm --metadata STORE move QUEUE NODE [--wait SECONDS]
+//   wharf-wlm --metadata STORE drain NODE | undrain NODE
+//
+// STORE is the nodes' metadata setting: sqlite:PATH or
+// etcd://HOST:PORT[,HOST:PORT...][/PREFIX].
 //
 // Exit codes: 0 done, 1 refused or timed out (the reason on stderr), 2 bad usage.
 
 #include "wlm/core/cluster_admin.hpp"
-#include "wlm/metadata/sqlite_metadata_store.hpp"
+#include "wlm/metadata/open_metadata_store.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -73,7 +76,7 @@ int wait_for_move(metadata_store& store, const std::string& queue, const std::st
 int main(int argc, char** argv) {
     CLI::App app{"wharf-wlm: show and steer the placement of a Wharf cluster's queues", "wharf-wlm"};
     std::string metadata;
-    app.add_option("--metadata", metadata, "the cluster's metadata store, sqlite:PATH")->required();
+    app.add_option("--metadata", metadata, std::string("the cluster's metadata store, ") + metadata_spec_forms)->required();
     app.require_subcommand(1);
     auto* st = app.add_subcommand("status", "the nodes and where every queue is");
     std::string queue, node;
@@ -91,12 +94,11 @@ int main(int argc, char** argv) {
     } catch (const CLI::ParseError& e) {
         return app.exit(e) == 0 ? 0 : 2;
     }
-    if (metadata.rfind("sqlite:", 0) != 0) {
-        std::cerr << "wharf-wlm: --metadata: '" << metadata << "' is not sqlite:PATH\n";
-        return 2;
+    auto store = open_metadata_store(metadata);
+    if (!store) {
+        std::cerr << "wharf-wlm: --" << store.error().description << "\n";
+        return store.error().code == store_errc::invalid ? 2 : 1;
     }
-    auto store = sqlite_metadata_store::open(metadata.substr(7));
-    if (!store) return refused(store.error().description);
     metadata_store& s = **store;
     if (st->parsed()) return status(s);
     if (mv->parsed()) {

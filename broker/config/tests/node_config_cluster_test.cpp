@@ -37,7 +37,8 @@ TEST_F(node_config_test, cluster_flags) {
 
 TEST_F(node_config_test, cluster_key_errors_name_the_key) {
     flag_error({"--plugin", "Bad/Name"}, {"--plugin", "Bad/Name", "not a plugin name"});
-    flag_error({"--metadata", "etcd://x"}, {"--metadata", "sqlite:PATH"});
+    flag_error({"--metadata", "zookeeper://x"}, {"--metadata", "sqlite:PATH or etcd://HOST:PORT"});
+    flag_error({"--metadata", "etcd://"}, {"--metadata", "etcd://HOST:PORT"});
     flag_error({"--advertise", "127.0.0.1:0"}, {"--advertise", "real port"});
     auto path = write("orphan.toml", "[plugin.wlm]\nplacement = \"local\"\n");
     auto err = run_error({"--config", path});
