@@ -4,6 +4,7 @@
 // node, a raw Proton C++ attach that reports the detach condition (no
 // library), and running the wharf-wlm command. Test thread only.
 
+#include "broker/common/testing/free_port.hpp"
 #include "broker/server/tests/wharfd_process.hpp"
 
 #include <proton/error_condition.hpp>
@@ -17,8 +18,7 @@
 
 namespace wharf::client::test {
 
-// A port no one listens on right now (the OS picks it; we close it again).
-uint16_t free_port();
+using wharf::test_support::free_port;
 
 struct cluster_options {
     // [plugin.wlm] rules; the default pins every queue to n2.

@@ -192,6 +192,11 @@ void etcd_http_stream::cancel() {
     if (impl_->ioc) impl_->ioc->stop();
 }
 
+void etcd_http_stream::interrupt() {
+    std::lock_guard l(impl_->mu);
+    if (impl_->ioc) impl_->ioc->stop();
+}
+
 std::string etcd_http_stream::run(const etcd_endpoint& ep, std::string_view target, const std::string& body,
                                   std::chrono::milliseconds connect_timeout,
                                   const std::function<bool(std::string_view)>& on_message) {

@@ -77,8 +77,11 @@ class etcd_http_stream {
     std::string run(const etcd_endpoint& ep, std::string_view target, const std::string& body,
                     std::chrono::milliseconds connect_timeout,
                     const std::function<bool(std::string_view)>& on_message);
-    // Ends a run() in progress (or the next one) from any thread.
+    // Ends a run() in progress (or the next one) from any thread, and every
+    // run() after it.
     void cancel();
+    // Ends the run() in progress, if any, from any thread; later runs go on.
+    void interrupt();
 
   private:
     struct impl;

@@ -11,6 +11,7 @@ using nlohmann::json;
 etcd_watch::etcd_watch(etcd_watch_options options)
     : options_(std::move(options)), from_(std::max<uint64_t>(options_.start_revision, 1)), next_(from_) {
     thread_ = std::thread([this] { run(); });
+    prober_ = std::thread([this] { probe(); });
 }
 
 etcd_watch::~etcd_watch() {
@@ -21,6 +22,7 @@ etcd_watch::~etcd_watch() {
     cv_.notify_all();
     stream_.cancel();
     thread_.join();
+    prober_.join();
 }
 
 void etcd_watch::wait_started(std::chrono::milliseconds timeout) {
@@ -56,6 +58,7 @@ void etcd_watch::run() {
                        {"range_end", base64_encode(options_.range_end)},
                        {"start_revision", std::to_string(next_)}};
         const std::string body = json{{"create_request", create}}.dump();
+        endpoint_ = endpoint;
         l.unlock();
         const etcd_endpoint& ep = options_.endpoints[endpoint];
         std::string why = stream_.run(ep, "/v3/watch", body, options_.connect_timeout,
@@ -64,12 +67,39 @@ void etcd_watch::run() {
         connected_ = false;
         if (stop_ || compacted_ != 0) break;
         ++failures_;
-        last_error_ = "watch on " + ep.text() + ": " + (why.empty() ? std::string("ended") : why);
+        if (!why.empty() || last_error_.empty()) // else: the prober said why it cancelled
+            last_error_ = "watch on " + ep.text() + ": " + (why.empty() ? std::string("ended") : why);
         cv_.notify_all();
         endpoint = (endpoint + 1) % options_.endpoints.size();
         cv_.wait_for(l, options_.retry_every, [this] { return stop_; });
     }
     cv_.notify_all();
+}
+
+// The prober thread: while the stream is open, a linearizable read at the
+// same member every probe_every; a member that cannot answer one cannot be
+// trusted to send events either.
+void etcd_watch::probe() {
+    const std::string body = json{{"key", base64_encode(options_.key)}, {"count_only", true}}.dump();
+    std::unique_lock l(mu_);
+    while (!stop_ && compacted_ == 0) {
+        cv_.wait_for(l, options_.probe_every, [this] { return stop_; });
+        if (stop_ || !connected_) continue;
+        const size_t endpoint = endpoint_;
+        const etcd_endpoint ep = options_.endpoints[endpoint];
+        l.unlock();
+        etcd_http_client client({ep}, options_.probe_every, options_.connect_timeout);
+        auto reply = client.post("/v3/kv/range", body);
+        const bool ok = reply && reply->status == 200;
+        l.lock();
+        if (ok || !connected_ || endpoint_ != endpoint || stop_) continue;
+        last_error_ = "watch on " + ep.text() + ": the member did not answer a read within " +
+                      std::to_string(options_.probe_every.count()) + " ms" +
+                      (reply ? " (HTTP " + std::to_string(reply->status) + ")" : ": " + reply.error());
+        l.unlock();
+        stream_.interrupt(); // run() moves on to the next endpoint
+        l.lock();
+    }
 }
 
 // One message of the watch stream (watch thread). False ends the stream.

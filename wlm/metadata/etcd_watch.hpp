@@ -7,6 +7,12 @@
 // so nothing is lost or repeated. When etcd has compacted the revision it
 // needs, the watch stops and says so: the reader must list everything again.
 //
+// A member that stops answering without closing the connection (stopped,
+// or cut off from the others' quorum) would leave the stream open and
+// silent forever, which looks just like a quiet cluster. So a second thread
+// asks the watched member a linearizable read every probe_every; when that
+// fails, the stream is dropped and the watch moves to the next endpoint.
+//
 // Owned by the store; take() and the other methods from the store's thread,
 // the buffer behind a mutex shared with the watch thread. The destructor
 // cancels the stream and joins the thread.
@@ -29,6 +35,7 @@ struct etcd_watch_options {
     uint64_t start_revision = 1;
     std::chrono::milliseconds connect_timeout{500};
     std::chrono::milliseconds retry_every{200};
+    std::chrono::milliseconds probe_every{1000}; // and the probe's own timeout
 };
 
 class etcd_watch {
@@ -61,6 +68,7 @@ class etcd_watch {
 
   private:
     void run();
+    void probe();
     bool on_message(std::string_view text, size_t endpoint);
 
     const etcd_watch_options options_;
@@ -72,10 +80,12 @@ class etcd_watch {
     uint64_t next_;          // where a reconnect resumes
     uint64_t compacted_ = 0;
     bool connected_ = false;
+    size_t endpoint_ = 0;    // the one the stream is on
     size_t failures_ = 0;    // connections failed since the last success
     std::string last_error_;
     bool stop_ = false;
     std::thread thread_;
+    std::thread prober_;
 };
 
 } // namespace wharf::wlm::detail

@@ -5,8 +5,8 @@
 
 #include "broker/server/tests/component_test.hpp"
 
-#include <netinet/in.h>
-#include <sys/socket.h>
+#include "broker/common/testing/free_port.hpp"
+
 #include <unistd.h>
 
 #include <cstdlib>
@@ -15,19 +15,7 @@
 namespace wharf::server::test {
 
 namespace {
-uint16_t free_port() {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    uint16_t port = 0;
-    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
-        port = ntohs(a.sin_port);
-    ::close(fd);
-    return port;
-}
+using wharf::test_support::free_port;
 } // namespace
 
 component_test::~component_test() {

@@ -2,6 +2,8 @@
 
 #include "wlm/metadata/etcd_http.hpp"
 
+#include "broker/common/testing/free_port.hpp"
+
 #include <arpa/inet.h>
 #include <cerrno>
 #include <csignal>
@@ -26,21 +28,7 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 
-// A port the OS considers free now (another process may take it before
-// etcd binds it; a start that fails is reported, not retried forever).
-uint16_t free_port() {
-    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    uint16_t port = 0;
-    if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-        getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
-        port = ntohs(a.sin_port);
-    close(fd);
-    return port;
-}
+using wharf::test_support::free_port;
 
 std::string url(uint16_t port) { return "http://127.0.0.1:" + std::to_string(port); }
 
@@ -133,6 +121,14 @@ void etcd_cluster::kill(size_t i) {
     if (members_[i].pid <= 0) return;
     ::kill(members_[i].pid, SIGKILL);
     reap(i);
+}
+
+void etcd_cluster::freeze(size_t i) {
+    if (members_[i].pid > 0) ::kill(members_[i].pid, SIGSTOP);
+}
+
+void etcd_cluster::thaw(size_t i) {
+    if (members_[i].pid > 0) ::kill(members_[i].pid, SIGCONT);
 }
 
 void etcd_cluster::start(size_t i) {

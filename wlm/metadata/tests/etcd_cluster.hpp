@@ -34,6 +34,10 @@ class etcd_cluster {
     // SIGKILL to member i (its data stays); start(i) brings it back.
     void kill(size_t i);
     void start(size_t i);
+    // SIGSTOP to member i: its connections stay open, it answers nothing;
+    // thaw(i) lets it go on.
+    void freeze(size_t i);
+    void thaw(size_t i);
     // Waits until the members running answer with a leader.
     bool wait_healthy(std::chrono::milliseconds timeout);
 

@@ -4,10 +4,9 @@
 #include "wlm/metadata/open_metadata_store.hpp"
 #include "wlm/metadata/tests/store_fixture.hpp"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
+#include "broker/common/testing/free_port.hpp"
+
+#include <functional>
 
 namespace wharf::wlm {
 namespace {
@@ -16,17 +15,7 @@ using namespace std::chrono_literals;
 using steady = std::chrono::steady_clock;
 
 // A port nothing listens on (bound, then closed).
-uint16_t closed_port() {
-    const int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-    close(fd);
-    return ntohs(a.sin_port);
-}
+uint16_t closed_port() { return test_support::free_port(); }
 
 std::unique_ptr<metadata_store> open_or_fail(const std::string& spec) {
     auto s = open_metadata_store(spec);
@@ -136,8 +125,10 @@ TEST(etcd_store_compaction, compacted_history_is_invalid_so_the_caller_reloads) 
 
 INSTANTIATE_TEST_SUITE_P(etcd, etcd_store_test, ::testing::Values(backend::etcd), backend_name);
 
-// A cluster of its own: this test kills members.
-TEST(etcd_watch, resumes_on_another_member_without_losing_or_repeating_changes) {
+// A cluster of its own: these tests kill or stop members. `fault` takes
+// member 0 out (the watch is on it), `heal` brings it back.
+void watch_moves_on_when_its_member_fails(const std::function<void(test::etcd_cluster&)>& fault,
+                                          const std::function<void(test::etcd_cluster&)>& heal) {
     test::etcd_cluster cluster(3);
     ASSERT_EQ(cluster.start_error(), "");
     // The watching store talks to member 0 first; the writer to member 1.
@@ -157,7 +148,7 @@ TEST(etcd_watch, resumes_on_another_member_without_losing_or_repeating_changes) 
         return got;
     };
     ASSERT_EQ(wait_for(1).size(), 1u);
-    cluster.kill(0);
+    fault(cluster);
     // If member 0 led, the others elect a new leader first: write until it
     // takes (a conflict: an earlier try took, its answer lost).
     auto write = [&](const char* key, const char* value) {
@@ -177,8 +168,20 @@ TEST(etcd_watch, resumes_on_another_member_without_losing_or_repeating_changes) 
     EXPECT_EQ(got[1].kv.key, "b");
     EXPECT_EQ(got[2].kv.key, "c");
     EXPECT_TRUE(watcher->get("c")); // unary calls fail over too
-    cluster.start(0);
+    heal(cluster);
     EXPECT_TRUE(cluster.wait_healthy(20s));
+}
+
+TEST(etcd_watch, resumes_on_another_member_without_losing_or_repeating_changes) {
+    watch_moves_on_when_its_member_fails([](test::etcd_cluster& c) { c.kill(0); },
+                                         [](test::etcd_cluster& c) { c.start(0); });
+}
+
+// A stopped member keeps its connections open and sends nothing: only the
+// watch's probe can tell it from a quiet cluster.
+TEST(etcd_watch, leaves_a_member_that_stopped_answering_with_its_connection_open) {
+    watch_moves_on_when_its_member_fails([](test::etcd_cluster& c) { c.freeze(0); },
+                                         [](test::etcd_cluster& c) { c.thaw(0); });
 }
 
 } // namespace

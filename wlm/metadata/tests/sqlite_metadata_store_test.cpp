@@ -38,7 +38,8 @@ TEST_F(sqlite_metadata_store_test, lease_expiry_follows_renewals_and_ends_with_t
     EXPECT_EQ(s->lease_expiry(12345).error().code, store_errc::lease_expired);
 }
 
-TEST_F(sqlite_metadata_store_test, expired_lease_removes_its_keys_with_erase_changes) {
+// sqlite's own clock: the keys go at the TTL to the millisecond, in key order.
+TEST_F(sqlite_metadata_store_test, expired_lease_removes_its_keys_at_the_ttl_exactly) {
     auto s = open_store();
     auto lease = *s->grant_lease(1000ms);
     auto other = *s->grant_lease(5000ms);
@@ -65,14 +66,7 @@ TEST_F(sqlite_metadata_store_test, expired_lease_removes_its_keys_with_erase_cha
     EXPECT_GT((*changes)[0].kv.version, v2);
     EXPECT_GT((*changes)[1].kv.version, (*changes)[0].kv.version);
     EXPECT_EQ(*s->revision(), (*changes)[1].kv.version);
-
-    auto k = s->keep_alive(lease);
-    ASSERT_FALSE(k);
-    EXPECT_EQ(k.error().code, store_errc::lease_expired);
-    auto cas = s->compare_and_set("nodes/n1", 0, "up", lease);
-    ASSERT_FALSE(cas);
-    EXPECT_EQ(cas.error().code, store_errc::lease_expired);
-    (void)v1;
+    (void)v1; // what an expired lease refuses afterwards: the contract suite
 }
 
 TEST_F(sqlite_metadata_store_test, sweep_happens_on_writes_to_other_keys) {
