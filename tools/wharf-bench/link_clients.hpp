@@ -145,6 +145,10 @@ public:
                     const std::vector<sender_client*>& senders);
 
     void open(wharf::client::cluster_client& client);
+    // receive --listen: takes a link a peer attached (on its connection's
+    // thread); its events come here from now on, and the peer closing it is
+    // the end of its run, not an error.
+    void accept_incoming(proton::receiver& r);
 
     const link_counters& counters() const { return counters_; }
     bool attached() const { return attached_ns_.load(std::memory_order_acquire) != 0; }
@@ -170,6 +174,7 @@ private:
     const bool read_stamp_;
     const std::uint32_t window_;
     proton::receiver receiver_;  // the current link (set on open, dropped on redirect)
+    bool incoming_ = false;      // attached by a peer (--listen)
     std::uint32_t used_since_grant_ = 0;
     link_counters counters_;
     std::atomic<std::uint64_t> attached_ns_{0};

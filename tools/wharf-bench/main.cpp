@@ -71,6 +71,13 @@ int main(int argc, char** argv) {
     const cpu_times cpu_end = cpu_times::now();
 
     run.set_stop_sending();
+    if (auto* l = clients.listener()) {
+        // Let the senders settle and close first: closing under them would
+        // fail their run.
+        const auto deadline = std::chrono::steady_clock::now() + close_grace;
+        while (!l->peers_gone() && !run.failed() && std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
     if (clients.request_close_all() > 0) wait_for(container_done, close_grace);
     if (!container_done.load()) container.stop();  // a connection that never opened, or a peer that does not answer
     runner.join();
@@ -80,7 +87,10 @@ int main(int argc, char** argv) {
     summary.totals = monitor.totals();
     const std::uint64_t last = monitor.last_progress_ns();
     const std::uint64_t end = (!run.failed() && last > start) ? last : stopped_at;
-    summary.elapsed_s = static_cast<double>(end - start) / 1e9;
+    // A listening run starts when the first peer attaches, not when it starts waiting.
+    const std::uint64_t first = options.listening() ? clients.first_attach_ns() : 0;
+    const std::uint64_t begin = (first != 0 && first < end) ? first : start;
+    summary.elapsed_s = static_cast<double>(end - begin) / 1e9;
     summary.wall_s = static_cast<double>(stopped_at - start) / 1e9;
     summary.cpu = {cpu_end.user - cpu_start.user, cpu_end.sys - cpu_start.sys};
     summary.error = run.error();

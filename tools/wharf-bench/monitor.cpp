@@ -61,6 +61,8 @@ bool bench_monitor::over(const snapshot& s, std::uint64_t now) const {
     case bench_mode::send:
         return s.senders_finished;
     case bench_mode::receive:
+        // --listen: the senders came and went (at-most-once may lose some).
+        if (auto* l = clients_.listener(); l != nullptr && l->peers_gone()) return true;
         if (options_.count) return t.received >= *options_.count;
         if (options_.duration) return run_.stop_sending();
         return s.receivers_attached && quiet_long;  // drained what was there
