@@ -107,6 +107,7 @@ void sender_client::poke() {
 }
 
 void sender_client::on_sender_open(proton::sender& s) {
+    if (attached_ns_.load(std::memory_order_relaxed) == 0) attached_ns_.store(now_ns(), std::memory_order_release);
     sender_ = s;
     queue_.store(&s.work_queue(), std::memory_order_release);
     pump();

@@ -90,6 +90,8 @@ public:
 
     const link_counters& counters() const { return counters_; }
     bool finished() const { return finished_.load(std::memory_order_acquire); }
+    // When the link was first attached (0: not yet).
+    std::uint64_t attached_ns() const { return attached_ns_.load(std::memory_order_acquire); }
     // Send mode at-least-once: send-to-accept latency. Read after the run.
     const latency_histogram& histogram() const { return histogram_; }
 
@@ -134,6 +136,7 @@ private:
     std::uint64_t ring_mask_ = 0;
     link_counters counters_;
     std::atomic<bool> finished_{false};
+    std::atomic<std::uint64_t> attached_ns_{0};
     latency_histogram histogram_;
 };
 

@@ -91,6 +91,8 @@ int main(int argc, char** argv) {
     const std::uint64_t first = options.listening() ? clients.first_attach_ns() : 0;
     const std::uint64_t begin = (first != 0 && first < end) ? first : start;
     summary.elapsed_s = static_cast<double>(end - begin) / 1e9;
+    if (const std::uint64_t attached = monitor.last_attach_ns(); attached > begin && attached <= end)
+        summary.setup_s = static_cast<double>(attached - begin) / 1e9;
     summary.wall_s = static_cast<double>(stopped_at - start) / 1e9;
     summary.cpu = {cpu_end.user - cpu_start.user, cpu_end.sys - cpu_start.sys};
     summary.error = run.error();

@@ -36,6 +36,7 @@ bench_monitor::snapshot bench_monitor::take() const {
             add(s.totals, snd->counters());
             s.last_progress_ns = std::max(s.last_progress_ns, snd->counters().last_progress_ns.load(std::memory_order_relaxed));
             s.senders_finished = s.senders_finished && snd->finished();
+            s.last_attach_ns = std::max(s.last_attach_ns, snd->attached_ns());
         }
         for (auto& rcv : conn->receivers()) {
             add(s.totals, rcv->counters());
@@ -50,6 +51,8 @@ bench_monitor::snapshot bench_monitor::take() const {
 run_totals bench_monitor::totals() const { return take().totals; }
 
 std::uint64_t bench_monitor::last_progress_ns() const { return take().last_progress_ns; }
+
+std::uint64_t bench_monitor::last_attach_ns() const { return take().last_attach_ns; }
 
 bool bench_monitor::over(const snapshot& s, std::uint64_t now) const {
     const auto& t = s.totals;

@@ -25,6 +25,8 @@ public:
     run_totals totals() const;
     // The latest message event of any link (0 if none).
     std::uint64_t last_progress_ns() const;
+    // The latest first attach of any link (0 if none).
+    std::uint64_t last_attach_ns() const;
 
 private:
     struct snapshot {
@@ -32,7 +34,7 @@ private:
         std::uint64_t last_progress_ns = 0;
         bool senders_finished = true;
         bool receivers_attached = true;
-        std::uint64_t last_attach_ns = 0;
+        std::uint64_t last_attach_ns = 0;  // senders' and receivers'
     };
     snapshot take() const;
     bool over(const snapshot& s, std::uint64_t now) const;
