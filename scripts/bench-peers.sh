@@ -13,11 +13,12 @@
 #   scripts/bench-peers.sh --rss-counts A,B     queued messages for RSS (default 200000,1000000)
 #   scripts/bench-peers.sh --queue-counts ...   queues in use (default 1,10,100,1000,10000)
 #   scripts/bench-peers.sh --connections N      the many-connections scenario (default 1000)
+#   scripts/bench-peers.sh --fill-wall S        most seconds of sending per RSS fill step (default 30)
 #   scripts/bench-peers.sh --out FILE           write the report elsewhere
 # Every broker it starts is stopped at the end, on failure and on Ctrl-C.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-case "${1:-}" in -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+case "${1:-}" in -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 command="scripts/bench-peers.sh${*:+ $*}"
 "$root/scripts/deps.sh" peers
 build="$root/build-release"

@@ -28,9 +28,10 @@ def config(a):
         "duration": a.duration or (0.5 if q else 1.5),
         "sizes": [100, 65536] if q else [100, 1024, 65536],
         "big_count": 200 if q else 2000,          # 64 KB runs are bounded by count, not time
+        "cap": 50000 if q else 150000,            # most messages of a timed run (bounds the drains)
         "latency_count": 500 if q else 3000,
         "rss_counts": a.rss_counts or ([20000, 100000] if q else [200000, 1000000]),
-        "fill_wall": 20 if q else 60,             # most seconds to fill a queue for RSS
+        "fill_wall": a.fill_wall or (20 if q else 30),  # most seconds of sending to fill a queue for RSS
         "queue_counts": a.queue_counts or ([1, 100, 1000] if q else [1, 10, 100, 1000, 10000]),
         "connections": a.connections or (100 if q else 1000),
     }
@@ -86,10 +87,10 @@ class Round:
 
 
 def steady_rate(r):
-    """Messages per second once every link is attached (elapsed less setup)."""
-    n = r["sent"] if r["mode"] == "send" else r["received"]
-    t = r["elapsed_s"] - r.get("setup_s", 0)
-    return n / t if t > 0 else 0.0
+    """Messages per second from the moment every link was attached (wharf-bench's steady_per_s)."""
+    if r.get("steady_per_s") is None:
+        raise RuntimeError("the run ended before every link was attached (setup %.1f s)" % r.get("setup_s", 0))
+    return r["steady_per_s"]
 
 
 def links_for(k):
@@ -109,7 +110,7 @@ def broker_round(args, c, t, rnd, out):
                            *flags, timeout=timeout, wall=wall)
     dur = ["--duration", str(c["duration"])]
     for s in c["sizes"]:
-        bounded = ["--count", str(c["big_count"])] if s >= 65536 else dur
+        bounded = ["--count", str(c["big_count"])] if s >= 65536 else dur + ["--count", str(c["cap"])]
         for d in c["deliveries"]:
             flags = delivery_flags(s, d)
             q = "t%d%s" % (s, d[5])
@@ -137,10 +138,10 @@ def broker_round(args, c, t, rnd, out):
     for k in c["queue_counts"]:
         key = "queues %d" % k
         out.attempt([key], lambda: {key: steady_rate(run("pair", "q%d" % k, *links_for(k), *dur,
-                                                         timeout=30, wall=600))})
+                                                         timeout=30, wall=90))})
     n = c["connections"]
     out.attempt(["connections"], lambda: {"connections": steady_rate(
-        run("send", "conns", "--connections", str(n), *dur, timeout=30, wall=600))})
+        run("send", "conns", "--connections", str(n), *dur, timeout=30, wall=90))})
 
 
 def rss_round(args, c, t, rnd, out):
@@ -183,7 +184,7 @@ def ceiling_round(args, c, rnd, out):
         return lis.result(wall=30)
     dur = ["--duration", str(c["duration"])]
     for s in c["sizes"]:
-        bounded = ["--count", str(c["big_count"])] if s >= 65536 else dur
+        bounded = ["--count", str(c["big_count"])] if s >= 65536 else dur + ["--count", str(c["cap"])]
         for d in c["deliveries"]:
             flags = delivery_flags(s, d)
             keys = ["%s %d %s" % (kind, s, d) for kind in ("produce", "drain", "produce+consume")]
@@ -220,6 +221,7 @@ def main():
                     help="queued 100 B messages at which RSS is read (default 200000,1000000)")
     ap.add_argument("--queue-counts", type=lambda v: [int(x) for x in v.split(",")],
                     help="queues in use (default 1,10,100,1000,10000)")
+    ap.add_argument("--fill-wall", type=int, help="most seconds of sending per RSS fill step (default 30)")
     ap.add_argument("--connections", type=int, help="connections of the connections scenario (default 1000)")
     ap.add_argument("--out", help="the Markdown file to write (default docs/benchmarks-peers.md)")
     ap.add_argument("--command", default="", help="the command line, for the report")

@@ -166,7 +166,8 @@ def render(c, rows, only, m, errors, unavailable, args, seconds):
     w("## How it is measured")
     w("")
     w(METHOD % {"dur": c["duration"], "big": c["big_count"], "lat": c["latency_count"],
-                "fill": c["fill_wall"], "conns": c["connections"]})
+                "fill": c["fill_wall"], "conns": c["connections"],
+                "cap": "{:,}".format(c["cap"])})
     return "\n".join(L) + "\n"
 
 
@@ -187,9 +188,11 @@ window 1000, at most 1000 unsettled sends per link).
   SASL PLAIN guest/guest; its RSS is the sum of its process tree (beam.smp
   and helpers, not epmd). **ceiling** — `wharf-bench send` connected straight
   to `wharf-bench receive --listen`: what the load generator moves with no
-  broker between.
-- produce / drain / produce+consume: `wharf-bench send` for %(dur)s s (64 KB:
-  %(big)s messages), then `receive` of exactly what was accepted
+  broker between. Its receiver is Proton C++ and decodes every message, so
+  it bounds figures that need a wharf-bench receiver (produce+consume,
+  drain, latency) more than produce alone, which a broker may take faster.
+- produce / drain / produce+consume: `wharf-bench send` for %(dur)s s or
+  %(cap)s messages, whichever comes first (64 KB: %(big)s messages), then `receive` of exactly what was accepted
   (at-most-once: until the queue is quiet for 0.5 s), then `pair` on another
   queue for the same time. At-least-once waits for `accepted`; at-most-once
   sends pre-settled. For the ceiling the three are one figure (the
@@ -203,9 +206,10 @@ window 1000, at most 1000 unsettled sends per link).
   messages to one queue until it holds each count (at most %(fill)s s of
   sending per step; a broker that could not take them in time is n/a).
 - queues in use: `pair` with K link pairs spread over K queues (at most
-  1,000 links a connection), for %(dur)s s; the rate is counted from the
-  moment the last link attached (`setup_s` in wharf-bench's JSON), so the
-  attach of thousands of links is left out. Cost per message is 1/rate.
+  1,000 links a connection), for %(dur)s s of sending; the rate counts only
+  what moved after every link was attached (`steady_per_s` in wharf-bench's
+  JSON), so the attach of thousands of links is left out; a run that ended
+  before all were attached is n/a. Cost per message is 1/rate.
 - connections: `send --connections %(conns)s` (one link each) for %(dur)s s,
   counted the same way.
 """

@@ -93,6 +93,10 @@ int main(int argc, char** argv) {
     summary.elapsed_s = static_cast<double>(end - begin) / 1e9;
     if (const std::uint64_t attached = monitor.last_attach_ns(); attached > begin && attached <= end)
         summary.setup_s = static_cast<double>(attached - begin) / 1e9;
+    // What moved after the monitor saw every link attached, per second until the end.
+    if (const std::uint64_t all = monitor.all_attached_ns(); all != 0 && end > all && !run.failed())
+        summary.steady_per_s = static_cast<double>(summary.primary_count() - monitor.count_at_all_attached()) /
+                               (static_cast<double>(end - all) / 1e9);
     summary.wall_s = static_cast<double>(stopped_at - start) / 1e9;
     summary.cpu = {cpu_end.user - cpu_start.user, cpu_end.sys - cpu_start.sys};
     summary.error = run.error();

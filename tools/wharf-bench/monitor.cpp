@@ -37,6 +37,7 @@ bench_monitor::snapshot bench_monitor::take() const {
             s.last_progress_ns = std::max(s.last_progress_ns, snd->counters().last_progress_ns.load(std::memory_order_relaxed));
             s.senders_finished = s.senders_finished && snd->finished();
             s.last_attach_ns = std::max(s.last_attach_ns, snd->attached_ns());
+            s.senders_attached = s.senders_attached && snd->attached_ns() != 0;
         }
         for (auto& rcv : conn->receivers()) {
             add(s.totals, rcv->counters());
@@ -108,6 +109,10 @@ void bench_monitor::watch(const std::atomic<bool>& container_done) {
             clients_.poke_all_senders();  // idle senders must notice they are done
         }
         const snapshot s = take();
+        if (all_attached_ns_ == 0 && s.senders_attached && s.receivers_attached) {
+            all_attached_ns_ = now;
+            count_at_all_attached_ = options_.mode == bench_mode::send ? s.totals.sent : s.totals.received;
+        }
         if (over(s, now)) return;
         progress_line(s, now);
         if (const auto sum = progress_sum(s.totals); sum != last_sum) {
