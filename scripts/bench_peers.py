@@ -93,6 +93,13 @@ def steady_rate(r):
     return r["steady_per_s"]
 
 
+def long_enough(c, links):
+    """--duration for a run with this many links: the timed part, plus about
+    1 s per 1,000 links so that sending outlasts their attach (its rate is
+    counted only after every link attached)."""
+    return ["--duration", str(c["duration"] + (links + 999) // 1000)]
+
+
 def links_for(k):
     """--connections and --links for k link pairs: at most 1,000 links a connection."""
     conns = max(1, (k + 999) // 1000)
@@ -137,11 +144,11 @@ def broker_round(args, c, t, rnd, out):
                 lambda: {"durable produce": run("send", "dur", "--durable", *dur)["msgs_per_s"]})
     for k in c["queue_counts"]:
         key = "queues %d" % k
-        out.attempt([key], lambda: {key: steady_rate(run("pair", "q%d" % k, *links_for(k), *dur,
-                                                         timeout=30, wall=90))})
+        out.attempt([key], lambda: {key: steady_rate(run("pair", "q%d" % k, *links_for(k),
+                                                         *long_enough(c, 2 * k), timeout=30, wall=90))})
     n = c["connections"]
     out.attempt(["connections"], lambda: {"connections": steady_rate(
-        run("send", "conns", "--connections", str(n), *dur, timeout=30, wall=90))})
+        run("send", "conns", "--connections", str(n), *long_enough(c, n), timeout=30, wall=90))})
 
 
 def rss_round(args, c, t, rnd, out):
@@ -203,10 +210,10 @@ def ceiling_round(args, c, rnd, out):
     for k in c["queue_counts"]:
         key = "queues %d" % k
         lf = links_for(k)[:4]  # the listener takes --connections x --links links
-        out.attempt([key], lambda: {key: steady_rate(through(links_for(k) + dur, lf, wall=600))})
+        out.attempt([key], lambda: {key: steady_rate(through(links_for(k) + long_enough(c, 2 * k), lf, wall=90))})
     n = str(c["connections"])
     out.attempt(["connections"], lambda: {"connections": steady_rate(
-        through(["--connections", n] + dur, ["--connections", n], wall=600))})
+        through(["--connections", n] + long_enough(c, 2 * int(n)), ["--connections", n], wall=90))})
 
 
 def main():
@@ -269,8 +276,9 @@ def main():
         stop_all()
     medians = {k: {t: statistics.median(v) for t, v in per.items() if v} for k, per in res.items()}
     path = args.out or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docs", "benchmarks-peers.md")
-    with open(path, "w") as f:
-        f.write(report.render(c, rows(c), only, medians, errors, unavailable, args, time.time() - started))
+    text = report.render(c, rows(c), only, medians, errors, unavailable, args, time.time() - started)
+    with open(path, "w") as f:  # after render(): it asks git whether the tree is clean
+        f.write(text)
     print("bench-peers: wrote %s" % os.path.normpath(path), file=sys.stderr)
     return 0
 
