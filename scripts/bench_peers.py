@@ -93,11 +93,11 @@ def steady_rate(r):
     return r["steady_per_s"]
 
 
-def long_enough(c, links):
-    """--duration for a run with this many links: the timed part, plus about
-    1 s per 1,000 links so that sending outlasts their attach (its rate is
-    counted only after every link attached)."""
-    return ["--duration", str(c["duration"] + (links + 999) // 1000)]
+def long_enough(c, links, per_thousand=1):
+    """--duration for a run with this many links: the timed part, plus
+    `per_thousand` s per 1,000 links so that sending outlasts their attach
+    (its rate is counted only after every link attached)."""
+    return ["--duration", str(c["duration"] + per_thousand * ((links + 999) // 1000))]
 
 
 def links_for(k):
@@ -148,7 +148,7 @@ def broker_round(args, c, t, rnd, out):
                                                          *long_enough(c, 2 * k), timeout=30, wall=90))})
     n = c["connections"]
     out.attempt(["connections"], lambda: {"connections": steady_rate(
-        run("send", "conns", "--connections", str(n), *long_enough(c, n), timeout=30, wall=90))})
+        run("send", "conns", "--connections", str(n), *long_enough(c, n, 5), timeout=30, wall=90))})
 
 
 def rss_round(args, c, t, rnd, out):
@@ -182,13 +182,13 @@ def ceiling_round(args, c, rnd, out):
     listening wharf-bench receiver. Produce, drain and produce+consume are one
     figure there (what the receiver took per second)."""
     def through(send_flags, listen_flags, wall=300):
-        lis = Listener(args, *listen_flags)
+        lis = Listener(args, *listen_flags, timeout=30)
         try:
             bench.bench(args, "send", lis.url, *send_flags, timeout=10, wall=wall)
         except (RuntimeError, subprocess.TimeoutExpired):
             lis.stop()
             raise
-        return lis.result(wall=30)
+        return lis.result(wall=60)
     dur = ["--duration", str(c["duration"])]
     for s in c["sizes"]:
         bounded = ["--count", str(c["big_count"])] if s >= 65536 else dur + ["--count", str(c["cap"])]
@@ -213,7 +213,7 @@ def ceiling_round(args, c, rnd, out):
         out.attempt([key], lambda: {key: steady_rate(through(links_for(k) + long_enough(c, 2 * k), lf, wall=90))})
     n = str(c["connections"])
     out.attempt(["connections"], lambda: {"connections": steady_rate(
-        through(["--connections", n] + long_enough(c, 2 * int(n)), ["--connections", n], wall=90))})
+        through(["--connections", n] + long_enough(c, int(n), 5), ["--connections", n], wall=90))})
 
 
 def main():

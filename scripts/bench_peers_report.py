@@ -215,6 +215,6 @@ window 1000, at most 1000 unsettled sends per link).
   what moved after every link was attached (`steady_per_s` in wharf-bench's
   JSON), so the attach of thousands of links is left out; a run that ended
   before all were attached is n/a. Cost per message is 1/rate.
-- connections: `send --connections %(conns)s` (one link each), timed and
-  counted the same way.
+- connections: `send --connections %(conns)s` (one link each), for %(dur)s s
+  plus 5 s per 1,000 connections, counted the same way.
 """

@@ -72,9 +72,12 @@ int main(int argc, char** argv) {
 
     run.set_stop_sending();
     if (auto* l = clients.listener()) {
-        // Let the senders settle and close first: closing under them would
+        // Let the senders settle and close first (up to --timeout: a peer
+        // with thousands of links takes a while): closing under them would
         // fail their run.
-        const auto deadline = std::chrono::steady_clock::now() + close_grace;
+        const auto deadline = std::chrono::steady_clock::now() +
+                              std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                  std::chrono::duration<double>(options.timeout));
         while (!l->peers_gone() && !run.failed() && std::chrono::steady_clock::now() < deadline)
             std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
