@@ -89,10 +89,12 @@ class Broker:
             shutil.rmtree(self.tmp, ignore_errors=True)
 
 
-def bench(args, mode, url, *extra):
+def bench(args, mode, url, *extra, timeout=30, wall=600):
+    """Runs wharf-bench; gives up after `timeout` s without progress (its own
+    --timeout) or `wall` s in all."""
     cmd = [os.path.join(args.bin, "wharf-bench"), mode, "--url", url, "--json", "--quiet",
-           "--timeout", "30"] + list(extra)
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+           "--timeout", str(timeout)] + list(extra)
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=wall)
     try:
         res = json.loads(out.stdout.strip().splitlines()[-1])
     except (IndexError, json.JSONDecodeError):

@@ -3,6 +3,8 @@
 #   scripts/deps.sh build   — to build and run wharfd
 #   scripts/deps.sh test    — also what the tests need
 #   scripts/deps.sh bench   — also what the benchmarks need
+#   scripts/deps.sh peers   — also the peers of scripts/bench-peers.sh (RabbitMQ);
+#                             the rabbitmq-server system service is left stopped
 set -euo pipefail
 
 build_pkgs=(cmake g++ make pkg-config
@@ -20,12 +22,15 @@ test_pkgs=(googletest libgtest-dev libgmock-dev   # unit and component tests
 bench_pkgs=(libqpid-proton11-dev-examples         # the Proton example broker, our baseline
   libbenchmark-dev librocksdb-dev libsqlite3-dev liblmdb-dev) # tools/store-bench: storage engines compared
 
+peers_pkgs=(rabbitmq-server)                      # RabbitMQ 3.10 (AMQP 1.0 plugin): a peer in bench-peers.sh
+
 want=("${build_pkgs[@]}")
 case "${1:-build}" in
   build) ;;
   test) want+=("${test_pkgs[@]}") ;;
   bench) want+=("${test_pkgs[@]}" "${bench_pkgs[@]}") ;;
-  *) echo "usage: $0 build|test|bench" >&2; exit 2 ;;
+  peers) want+=("${test_pkgs[@]}" "${bench_pkgs[@]}" "${peers_pkgs[@]}") ;;
+  *) echo "usage: $0 build|test|bench|peers" >&2; exit 2 ;;
 esac
 
 missing=()
@@ -42,7 +47,24 @@ apt_install() {
 }
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing: ${missing[*]}" >&2
-  apt_install "${missing[@]}"
+  # Debian starts rabbitmq-server's system service on install; the benchmark
+  # runs a private instance instead. A policy-rc.d that says 101 keeps
+  # invoke-rc.d from starting it (unless the machine already has one).
+  policy=""
+  if [[ " ${missing[*]} " == *" rabbitmq-server "* ]] && [ ! -e /usr/sbin/policy-rc.d ]; then
+    policy=/usr/sbin/policy-rc.d
+    printf '#!/bin/sh\nexit 101\n' | $SUDO tee "$policy" >/dev/null
+    $SUDO chmod 755 "$policy"
+  fi
+  rc=0
+  apt_install "${missing[@]}" || rc=$?
+  [ -z "$policy" ] || $SUDO rm -f "$policy"
+  [ $rc -eq 0 ] || exit $rc
+fi
+if [ "${1:-build}" = peers ] && [ -d /run/systemd/system ] &&
+   systemctl is-active --quiet rabbitmq-server 2>/dev/null; then
+  echo "stopping and disabling the rabbitmq-server system service (bench-peers.sh runs its own)" >&2
+  $SUDO systemctl disable --now rabbitmq-server >/dev/null 2>&1 || true
 fi
 
 # The JavaScript interop agents (rhea, amqp10) come from the npm registry,

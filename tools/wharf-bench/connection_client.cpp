@@ -15,6 +15,9 @@ void connection_client::connect(proton::container& c) {
     const auto& o = run_.options();
     wharf::client::client_options co;
     co.connection.container_id(o.container_id_prefix + "-" + std::to_string(index_));
+    if (!o.user.empty())
+        co.connection.sasl_enabled(true).sasl_allowed_mechs("PLAIN").sasl_allow_insecure_mechs(true)
+            .user(o.user).password(o.password);
     client_ = std::make_unique<wharf::client::cluster_client>(c, co);
     connected_.store(true);          // seq_cst, with closing_ in request_close():
     if (closing_.load()) return;     // one of the two sees the other
@@ -54,18 +57,39 @@ bench_clients::bench_clients(run_control& run) : guarded_handler(run) {
         }
         connections_.push_back(std::move(conn));
     }
+    if (o.listening()) {
+        std::vector<receiver_client*> receivers;
+        for (auto& conn : connections_)
+            for (auto& r : conn->receivers()) receivers.push_back(r.get());
+        listener_ = std::make_unique<listen_server>(run, std::move(receivers));
+    }
 }
 
 void bench_clients::on_container_start(proton::container& c) {
     // No exception may leave a Proton callback: a malformed --url throws here.
     try {
+        if (listener_) {
+            listener_->listen(c);
+            return;
+        }
         for (auto& conn : connections_) conn->connect(c);
     } catch (const std::exception& e) {
-        run_.fail(std::string("connect to ") + run_.options().url + ": " + e.what());
+        const auto& o = run_.options();
+        run_.fail(listener_ ? "listen on " + o.listen + ": " + e.what()
+                            : "connect to " + o.url + ": " + e.what());
     }
 }
 
+std::uint64_t bench_clients::first_attach_ns() const {
+    std::uint64_t first = 0;
+    for (auto& conn : connections_)
+        for (auto& r : conn->receivers())
+            if (const auto at = r->attached_ns(); at != 0 && (first == 0 || at < first)) first = at;
+    return first;
+}
+
 int bench_clients::request_close_all() {
+    if (listener_) listener_->set_closing();
     int closing = 0;
     for (auto& conn : connections_) closing += conn->request_close() ? 1 : 0;
     return closing;

@@ -13,6 +13,7 @@
 // called from any thread.
 
 #include "tools/wharf-bench/link_clients.hpp"
+#include "tools/wharf-bench/listen_server.hpp"
 
 #include "client/cluster_client.hpp"
 
@@ -60,6 +61,10 @@ public:
     // Returns how many connections were open and will now close.
     int request_close_all();
     void poke_all_senders();
+    // receive --listen: the server that takes peers' links (nullptr otherwise).
+    listen_server* listener() { return listener_.get(); }
+    // The first receiver attach (0: none yet): a listening run's clock starts there.
+    std::uint64_t first_attach_ns() const;
 
 private:
     bool closing() const override { return false; }
@@ -67,6 +72,7 @@ private:
 
     std::vector<std::unique_ptr<connection_client>> connections_;
     std::vector<sender_client*> senders_by_link_;  // index = global link number
+    std::unique_ptr<listen_server> listener_;
 };
 
 } // namespace wharf::bench

@@ -107,6 +107,7 @@ void sender_client::poke() {
 }
 
 void sender_client::on_sender_open(proton::sender& s) {
+    if (attached_ns_.load(std::memory_order_relaxed) == 0) attached_ns_.store(now_ns(), std::memory_order_release);
     sender_ = s;
     queue_.store(&s.work_queue(), std::memory_order_release);
     pump();
@@ -226,6 +227,12 @@ void receiver_client::open(wharf::client::cluster_client& client) {
                              .source(proton::source_options().address(o.queue_for(link_index_))));
 }
 
+void receiver_client::accept_incoming(proton::receiver& r) {
+    incoming_ = true;
+    r.open(proton::receiver_options().handler(*this).credit_window(0).auto_accept(true));
+    on_receiver_open(r);
+}
+
 void receiver_client::grant(std::uint32_t wanted) {
     const std::uint32_t granted = run_.take_credit(link_index_ % std::max(1, run_.options().queues), wanted);
     if (granted > 0 && receiver_) receiver_.add_credit(granted);
@@ -284,11 +291,13 @@ void receiver_client::route_receipt(const proton::message& m) {
 }
 
 void receiver_client::on_receiver_close(proton::receiver& r) {
+    if (incoming_ && !r.error()) return;  // the sender is done
     if (!closing() && !run_.failed())
         run_.fail("receiver link from '" + r.source().address() + "' closed by the peer");
 }
 
 void receiver_client::on_receiver_detach(proton::receiver& r) {
+    if (incoming_ && !r.error()) return;
     if (!closing() && !run_.failed())
         run_.fail("receiver link from '" + r.source().address() + "' detached by the peer");
 }

@@ -90,6 +90,8 @@ public:
 
     const link_counters& counters() const { return counters_; }
     bool finished() const { return finished_.load(std::memory_order_acquire); }
+    // When the link was first attached (0: not yet).
+    std::uint64_t attached_ns() const { return attached_ns_.load(std::memory_order_acquire); }
     // Send mode at-least-once: send-to-accept latency. Read after the run.
     const latency_histogram& histogram() const { return histogram_; }
 
@@ -134,6 +136,7 @@ private:
     std::uint64_t ring_mask_ = 0;
     link_counters counters_;
     std::atomic<bool> finished_{false};
+    std::atomic<std::uint64_t> attached_ns_{0};
     latency_histogram histogram_;
 };
 
@@ -145,6 +148,10 @@ public:
                     const std::vector<sender_client*>& senders);
 
     void open(wharf::client::cluster_client& client);
+    // receive --listen: takes a link a peer attached (on its connection's
+    // thread); its events come here from now on, and the peer closing it is
+    // the end of its run, not an error.
+    void accept_incoming(proton::receiver& r);
 
     const link_counters& counters() const { return counters_; }
     bool attached() const { return attached_ns_.load(std::memory_order_acquire) != 0; }
@@ -170,6 +177,7 @@ private:
     const bool read_stamp_;
     const std::uint32_t window_;
     proton::receiver receiver_;  // the current link (set on open, dropped on redirect)
+    bool incoming_ = false;      // attached by a peer (--listen)
     std::uint32_t used_since_grant_ = 0;
     link_counters counters_;
     std::atomic<std::uint64_t> attached_ns_{0};

@@ -71,6 +71,16 @@ int main(int argc, char** argv) {
     const cpu_times cpu_end = cpu_times::now();
 
     run.set_stop_sending();
+    if (auto* l = clients.listener()) {
+        // Let the senders settle and close first (up to --timeout: a peer
+        // with thousands of links takes a while): closing under them would
+        // fail their run.
+        const auto deadline = std::chrono::steady_clock::now() +
+                              std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                  std::chrono::duration<double>(options.timeout));
+        while (!l->peers_gone() && !run.failed() && std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
     if (clients.request_close_all() > 0) wait_for(container_done, close_grace);
     if (!container_done.load()) container.stop();  // a connection that never opened, or a peer that does not answer
     runner.join();
@@ -80,7 +90,16 @@ int main(int argc, char** argv) {
     summary.totals = monitor.totals();
     const std::uint64_t last = monitor.last_progress_ns();
     const std::uint64_t end = (!run.failed() && last > start) ? last : stopped_at;
-    summary.elapsed_s = static_cast<double>(end - start) / 1e9;
+    // A listening run starts when the first peer attaches, not when it starts waiting.
+    const std::uint64_t first = options.listening() ? clients.first_attach_ns() : 0;
+    const std::uint64_t begin = (first != 0 && first < end) ? first : start;
+    summary.elapsed_s = static_cast<double>(end - begin) / 1e9;
+    if (const std::uint64_t attached = monitor.last_attach_ns(); attached > begin && attached <= end)
+        summary.setup_s = static_cast<double>(attached - begin) / 1e9;
+    // What moved after the monitor saw every link attached, per second until the end.
+    if (const std::uint64_t all = monitor.all_attached_ns(); all != 0 && end > all && !run.failed())
+        summary.steady_per_s = static_cast<double>(summary.primary_count() - monitor.count_at_all_attached()) /
+                               (static_cast<double>(end - all) / 1e9);
     summary.wall_s = static_cast<double>(stopped_at - start) / 1e9;
     summary.cpu = {cpu_end.user - cpu_start.user, cpu_end.sys - cpu_start.sys};
     summary.error = run.error();

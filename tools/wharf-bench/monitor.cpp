@@ -36,6 +36,8 @@ bench_monitor::snapshot bench_monitor::take() const {
             add(s.totals, snd->counters());
             s.last_progress_ns = std::max(s.last_progress_ns, snd->counters().last_progress_ns.load(std::memory_order_relaxed));
             s.senders_finished = s.senders_finished && snd->finished();
+            s.last_attach_ns = std::max(s.last_attach_ns, snd->attached_ns());
+            s.senders_attached = s.senders_attached && snd->attached_ns() != 0;
         }
         for (auto& rcv : conn->receivers()) {
             add(s.totals, rcv->counters());
@@ -51,6 +53,8 @@ run_totals bench_monitor::totals() const { return take().totals; }
 
 std::uint64_t bench_monitor::last_progress_ns() const { return take().last_progress_ns; }
 
+std::uint64_t bench_monitor::last_attach_ns() const { return take().last_attach_ns; }
+
 bool bench_monitor::over(const snapshot& s, std::uint64_t now) const {
     const auto& t = s.totals;
     // Nothing has happened for --drain-idle (counting from the last attach when
@@ -61,6 +65,8 @@ bool bench_monitor::over(const snapshot& s, std::uint64_t now) const {
     case bench_mode::send:
         return s.senders_finished;
     case bench_mode::receive:
+        // --listen: the senders came and went (at-most-once may lose some).
+        if (auto* l = clients_.listener(); l != nullptr && l->peers_gone()) return true;
         if (options_.count) return t.received >= *options_.count;
         if (options_.duration) return run_.stop_sending();
         return s.receivers_attached && quiet_long;  // drained what was there
@@ -103,6 +109,10 @@ void bench_monitor::watch(const std::atomic<bool>& container_done) {
             clients_.poke_all_senders();  // idle senders must notice they are done
         }
         const snapshot s = take();
+        if (all_attached_ns_ == 0 && s.senders_attached && s.receivers_attached) {
+            all_attached_ns_ = now;
+            count_at_all_attached_ = options_.mode == bench_mode::send ? s.totals.sent : s.totals.received;
+        }
         if (over(s, now)) return;
         progress_line(s, now);
         if (const auto sum = progress_sum(s.totals); sum != last_sum) {

@@ -25,6 +25,12 @@ public:
     run_totals totals() const;
     // The latest message event of any link (0 if none).
     std::uint64_t last_progress_ns() const;
+    // The latest first attach of any link (0 if none).
+    std::uint64_t last_attach_ns() const;
+    // When the monitor first saw every link attached (0: never), and the
+    // mode's count (sent for send, received otherwise) at that moment.
+    std::uint64_t all_attached_ns() const { return all_attached_ns_; }
+    std::uint64_t count_at_all_attached() const { return count_at_all_attached_; }
 
 private:
     struct snapshot {
@@ -32,7 +38,8 @@ private:
         std::uint64_t last_progress_ns = 0;
         bool senders_finished = true;
         bool receivers_attached = true;
-        std::uint64_t last_attach_ns = 0;
+        bool senders_attached = true;
+        std::uint64_t last_attach_ns = 0;  // senders' and receivers'
     };
     snapshot take() const;
     bool over(const snapshot& s, std::uint64_t now) const;
@@ -44,6 +51,8 @@ private:
     const std::uint64_t start_ns_;
     std::uint64_t last_line_ns_;
     run_totals last_line_totals_;
+    std::uint64_t all_attached_ns_ = 0;
+    std::uint64_t count_at_all_attached_ = 0;
 };
 
 } // namespace wharf::bench

@@ -43,6 +43,8 @@ std::string validate(const bench_options& o) {
     if (o.mode == bench_mode::latency && o.count &&
         *o.count < static_cast<std::uint64_t>(o.total_links()))
         return "--count in latency mode must be at least --connections x --links";
+    if (!o.password.empty() && o.user.empty()) return "--password needs --user";
+    if (o.listening() && o.mode != bench_mode::receive) return "--listen works in receive mode only";
     return "";
 }
 
@@ -91,6 +93,10 @@ parse_result parse_options(int argc, char** argv) {
         ->check(CLI::PositiveNumber)->capture_default_str();
     app.add_option("--container-id-prefix", o.container_id_prefix,
                    "Container id prefix; connection i uses PREFIX-i (default wharf-bench-PID)");
+    app.add_option("--user", o.user, "SASL PLAIN user (also over plain TCP)");
+    app.add_option("--password", o.password, "SASL PLAIN password (with --user)");
+    app.add_option("--listen", o.listen,
+                   "receive: listen at HOST:PORT and take what connecting senders send (no broker)");
 
     try {
         app.parse(argc, argv);

@@ -33,6 +33,14 @@ struct bench_options {
     double timeout = 10;        // seconds without progress before giving up
     double drain_idle = 1;      // receive mode without --count/--duration: quiet time that ends the run
     std::string container_id_prefix;
+    // SASL PLAIN with this user and password (empty user: the default, no
+    // SASL or ANONYMOUS). Allowed over plain TCP: meant for loopback peers.
+    std::string user;
+    std::string password;
+    // receive mode: accept connections at HOST:PORT instead of connecting
+    // to --url; peers attach sending links (the ceiling: sender to receiver,
+    // no broker between).
+    std::string listen;
 
     int total_links() const { return connections * links; }
     // The queue that global link number `link_index` uses.
@@ -40,6 +48,7 @@ struct bench_options {
     // The share of `total` that link `link_index` (of total_links()) gets.
     std::uint64_t share_of(std::uint64_t total, int link_index) const;
     // True when the run needs a send timestamp in each message.
+    bool listening() const { return !listen.empty(); }
     bool end_to_end() const { return mode == bench_mode::pair || mode == bench_mode::latency; }
 };
 

@@ -83,6 +83,8 @@ void print_json(std::ostream& out, const run_summary& s) {
         << ",\"sent\":" << s.totals.sent << ",\"accepted\":" << s.totals.accepted
         << ",\"rejected\":" << s.totals.rejected << ",\"released\":" << s.totals.released
         << ",\"received\":" << s.totals.received << ",\"elapsed_s\":" << fixed(s.elapsed_s, 6)
+        << ",\"setup_s\":" << fixed(s.setup_s, 6)
+        << ",\"steady_per_s\":" << (s.steady_per_s < 0 ? std::string("null") : fixed(s.steady_per_s, 1))
         << ",\"sent_per_s\":" << fixed(s.rate(s.totals.sent), 1)
         << ",\"received_per_s\":" << fixed(s.rate(s.totals.received), 1)
         << ",\"msgs_per_s\":" << fixed(s.rate(s.primary_count()), 1)

@@ -32,6 +32,8 @@ struct run_summary {
     run_totals totals;
     double elapsed_s = 0;          // start of the run to the last message event
     double wall_s = 0;             // start of the run to the decision that it is over
+    double setup_s = 0;            // start of the run to the first attach of its last link
+    double steady_per_s = -1;      // the mode's rate once every link was attached (-1: not measured)
     cpu_times cpu;                 // used during wall_s
     latency_histogram latency;     // see latency_kind
     std::string latency_kind;      // "accept", "end-to-end" or "" (none measured)
