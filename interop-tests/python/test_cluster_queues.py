@@ -210,3 +210,31 @@ def test_any_node_lists_every_nodes_connections_and_closes_one_elsewhere(cluster
             client.close()
         except Exception:
             pass
+
+
+def test_a_queue_is_not_deleted_while_it_moves_and_is_once_the_move_ends():
+    # A long lease: n3 stays a live member while it is stopped, so the move
+    # to it waits (state "moving") instead of being called off.
+    c = Cluster(n=3, wlm={"lease-ttl": 10, "poll-interval": 0.05, "rules": '["* -> node:n2"]'})
+    try:
+        n1, n2, n3 = c.nodes
+        send(n1, "in-transit", 3)
+        m = Mgmt(n1.url)
+        try:
+            os.kill(n3.pid, signal.SIGSTOP)
+            try:
+                status, desc, body = m.call("MOVE", type="wharf.queue", name="in-transit", body={"node": "n3"})
+                assert status == 200 and body["state"] == "moving", (status, desc, body)
+                status, desc, _ = m.call("DELETE", type="wharf.queue", name="in-transit")
+                assert status == 403 and "moving from n2 to n3" in desc, (status, desc)
+                assert c.owners()["in-transit"] == ("n2", "n3")  # the refused DELETE changed nothing
+            finally:
+                os.kill(n3.pid, signal.SIGCONT)
+            c.wait_for(lambda: c.owners()["in-transit"][1] is None, what="the move to end")
+            status, desc, _ = m.call("DELETE", type="wharf.queue", name="in-transit")
+            assert status == 204, (status, desc)
+        finally:
+            m.close()
+        assert "in-transit" not in c.owners()
+    finally:
+        c.stop()
