@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Relayed (client at n1, queue owned by n2) vs direct (client at n2), in one
-# run, alternating: wharf-bench send, receive and pair (200k x 100 B,
-# at-least-once) and latency (one message in flight).
+# Relayed (client at n1, queue owned by n2) vs direct (client at n2) vs
+# redirected (client at n1, which answers amqp:link:redirect for redir-*
+# queues; wharf-bench follows it to n2), in one run, alternating: wharf-bench
+# send, receive and pair (200k x 100 B, at-least-once) and latency (one
+# message in flight).
 # B=DIR picks the binaries (default build-release/bin); FRONT_ARGS adds flags
 # to the relaying node (e.g. FRONT_ARGS="--threads 1").
 set -euo pipefail
@@ -15,6 +17,7 @@ plugins = ["wlm"]
 metadata = "sqlite:$D/meta.db"
 [plugin.wlm]
 rules = ["* -> node:n2"]
+mode-rules = ["redir-* -> redirect"]
 T
 $B/wharfd --node-id n2 --listen 127.0.0.1:$p2 --data-dir $D/d2 --config $D/c.toml --log-level warn > /dev/null 2>&1 &
 P2=$!
@@ -25,16 +28,21 @@ for i in $(seq 50); do (echo > /dev/tcp/127.0.0.1/$p1) 2>/dev/null && (echo > /d
 sleep 0.5
 # One line per round and place: send rate, receive rate (separate phases, as
 # Dispatch Router's link-routing figures were taken), pair rate, latency.
+# CPU seconds (user + system) a node has used so far, in clock ticks.
+ticks() { awk '{print $14+$15}' /proc/$1/stat; }
 rate() { python3 -c 'import json,sys;d=json.load(sys.stdin);print(int(d["'$1'"]))'; }
 for round in 1 2 3; do
-  for where in direct relayed; do
-    port=$p2; [ $where = relayed ] && port=$p1
-    q=bench-$where-$round
+  for where in direct relayed redirected; do
+    port=$p2; [ $where != direct ] && port=$p1
+    q=bench-$where-$round; [ $where = redirected ] && q=redir-$round
     s=$($B/wharf-bench send --url 127.0.0.1:$port --address $q --count 200000 --json --quiet | rate sent_per_s)
     r=$($B/wharf-bench receive --url 127.0.0.1:$port --address $q --count 200000 --json --quiet | rate received_per_s)
-    p=$($B/wharf-bench pair --url 127.0.0.1:$port --address pair-$q --count 200000 --json --quiet | rate received_per_s)
-    l=$($B/wharf-bench latency --url 127.0.0.1:$port --address lat-$q --count 5000 --json --quiet |
+    t1=$(ticks $P1); t2=$(ticks $P2)
+    p=$($B/wharf-bench pair --url 127.0.0.1:$port --address $q-pair --count 200000 --json --quiet | rate received_per_s)
+    # Each node's CPU per message of the pair run, in µs (the relay's share vs the owner's).
+    cpu=$(python3 -c "tk=$(getconf CLK_TCK); print('n1=%.1f n2=%.1f' % (($(ticks $P1)-$t1)*1e6/tk/200000, ($(ticks $P2)-$t2)*1e6/tk/200000))")
+    l=$($B/wharf-bench latency --url 127.0.0.1:$port --address $q-lat --count 5000 --json --quiet |
         python3 -c 'import json,sys;L=json.load(sys.stdin)["latency"];print("p50_us=%s p99_us=%s" % (L["p50_us"], L["p99_us"]))')
-    echo "$round $where send_per_s=$s receive_per_s=$r pair_per_s=$p latency $l"
+    echo "$round $where send_per_s=$s receive_per_s=$r pair_per_s=$p pair_cpu_us_per_msg $cpu latency $l"
   done
 done

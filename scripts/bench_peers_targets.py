@@ -94,12 +94,13 @@ class Target:
 class Wharfd(Target):
     """One wharfd, no plugins (bench.Broker)."""
     name = "wharfd"
+    kind, what = "wharfd", "wharfd"
 
     def __init__(self, args):
         try:
-            self.b = bench.Broker("wharfd", args)
+            self.b = bench.Broker(self.kind, args)
         except (OSError, RuntimeError) as e:
-            raise Unavailable("wharfd did not start: %s" % e)
+            raise Unavailable("%s did not start: %s" % (self.what, e))
         self._live()
         self.url = self.b.url
 
@@ -111,29 +112,21 @@ class Wharfd(Target):
         if self.b is None:
             return
         self.b.stop()
-        os.unlink(self.b.log.name)
+        log = getattr(self.b, "log", None)  # wharfd's log file (the example broker has none)
+        if log is not None:
+            os.unlink(log.name)
         self.b = None
 
 
 class Example(Wharfd):
     """The Proton C++ example broker (bench.Broker)."""
     name = "example"
+    kind, what = "example", "the example broker"
 
     def __init__(self, args):
         if not os.access(args.example, os.X_OK):
             raise Unavailable("no example broker at %s" % args.example)
-        try:
-            self.b = bench.Broker("example", args)
-        except (OSError, RuntimeError) as e:
-            raise Unavailable("the example broker did not start: %s" % e)
-        self._live()
-        self.url = self.b.url
-
-    def stop(self):
-        self._gone()
-        if self.b is not None:
-            self.b.stop()
-            self.b = None
+        super().__init__(args)
 
 
 class Relay(Target):
