@@ -52,6 +52,8 @@ def rows(c):
                 out.append(("%s %d %s" % (kind, s, d), "%s %s, %s" % (kind, size_name(s), d), "msgs/s", True))
     out += [("latency p50", "e2e latency p50, one in flight", "µs", False),
             ("latency p99", "e2e latency p99, one in flight", "µs", False),
+            ("accept p50", "accept latency p50, one in flight", "µs", False),
+            ("accept p99", "accept latency p99, one in flight", "µs", False),
             ("durable produce", "durable produce 100 B, at-least-once", "msgs/s", True),
             ("rss idle", "RSS idle", "MB", False)]
     out += [("rss %d" % n, "RSS holding {:,} × 100 B".format(n), "MB", False) for n in c["rss_counts"]]
@@ -140,6 +142,11 @@ def broker_round(args, c, t, rnd, out):
         lat = run("latency", "lat", "--count", str(c["latency_count"]))["latency"]
         return {"latency p50": lat["p50_us"], "latency p99": lat["p99_us"]}
     out.attempt(["latency p50", "latency p99"], latency)
+
+    def accept():
+        lat = run("send", "acc", "--in-flight", "1", "--count", str(c["latency_count"]))["latency"]
+        return {"accept p50": lat["p50_us"], "accept p99": lat["p99_us"]}
+    out.attempt(["accept p50", "accept p99"], accept)
     out.attempt(["durable produce"],
                 lambda: {"durable produce": run("send", "dur", "--durable", *dur)["msgs_per_s"]})
     for k in c["queue_counts"]:
@@ -205,8 +212,9 @@ def ceiling_round(args, c, rnd, out):
         lat = bench.bench(args, "send", lis.url, "--in-flight", "1", "--count", str(c["latency_count"]),
                           timeout=10, wall=120)["latency"]
         lis.result(wall=30)
-        return {"latency p50": lat["p50_us"], "latency p99": lat["p99_us"]}
-    out.attempt(["latency p50", "latency p99"], latency)
+        return {"latency p50": lat["p50_us"], "latency p99": lat["p99_us"],
+                "accept p50": lat["p50_us"], "accept p99": lat["p99_us"]}  # one figure, as for throughput
+    out.attempt(["latency p50", "latency p99", "accept p50", "accept p99"], latency)
     for k in c["queue_counts"]:
         key = "queues %d" % k
         lf = links_for(k)[:4]  # the listener takes --connections x --links links

@@ -204,6 +204,9 @@ window 1000, at most 1000 unsettled sends per link).
 - e2e latency: `wharf-bench latency --count %(lat)s`, one message in flight,
   send to arrival. Ceiling: `send --in-flight 1`, send to accept (sender →
   receiver → sender: two hops, as sender → broker → receiver).
+- accept latency: `wharf-bench send --in-flight 1 --count %(lat)s`, send to
+  the broker's `accepted` (a broker that accepts before storing, or before
+  a consumer has it, answers sooner). Ceiling: the same figure as e2e.
 - durable produce: `send --durable` (header durable = true) for %(dur)s s;
   compared with the 100 B at-least-once produce of the same broker.
 - RSS: a fresh broker, 1 s after start (idle), then after sending 100 B
