@@ -17,6 +17,7 @@
 #include "broker/engine/queue_engine.hpp"
 #include "broker/server/connection_base.hpp"
 #include "broker/server/connection_outbox.hpp"
+#include "broker/server/relay_hub.hpp"
 #include "broker/server/relay_protocol.hpp"
 
 #include <proton/condition.h>
@@ -35,10 +36,6 @@
 #include <unordered_map>
 #include <vector>
 
-namespace wharf::server {
-
-class relay_hub;
-} // namespace wharf::server
 namespace wharf::management {
 class management_service;
 } // namespace wharf::management
@@ -124,6 +121,8 @@ class amqp_connection final : public connection_base {
         std::shared_ptr<relay::mailbox> relay;         // the peer connection's inbox
         relay::unsettled_map relay_unsettled;
         uint64_t relay_in = 0;        // transfers from the client (client sends)
+        uint64_t relay_limit = 0;     // client sends: transfers the owner allows in all
+        relay_hub::producer_share relay_share; // client sends, while open: its part of the relay's budget
         uint64_t relay_ids = 0;       // numbers the client's transfers (see relay::message::id)
         // anonymous relay: a twin (null target) at each node that owns a `to`
         struct anon_twin {
@@ -147,6 +146,7 @@ class amqp_connection final : public connection_base {
     void relay_attach(link_ctx& lc, const plugins::resolution& r);
     void handle(relay::message& m);
     void relay_flow(link_ctx& lc);
+    void relay_credit(link_ctx& lc);
     void relay_incoming(link_ctx& lc, pn_delivery_t* d);
     void relay_disposition(link_ctx& lc, pn_delivery_t* d);
     void relay_detach(link_ctx& lc, bool closed);

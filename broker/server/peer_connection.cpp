@@ -221,10 +221,14 @@ void peer_connection::on_flow(twin& t) {
     pn_link_t* l = t.link;
     if (t.client_sends) {
         // The owner's credit for our sender: the client may send as much.
+        // Proton reports a flow after each transfer too, with the limit unchanged.
         if (pn_link_get_drain(l)) pn_link_drained(l); // nothing waits here: all is sent at once
+        const uint64_t limit = t.transfers + static_cast<uint64_t>(std::max(0, pn_link_credit(l)));
+        if (limit == t.told_limit) return;
+        t.told_limit = limit;
         relay::message m;
         m.what = kind::flow;
-        m.limit = t.transfers + static_cast<uint64_t>(std::max(0, pn_link_credit(l)));
+        m.limit = limit;
         tell(t, std::move(m));
     } else if (t.drain_asked && pn_link_credit(l) == 0) {
         t.drain_asked = false;

@@ -48,6 +48,7 @@ class peer_connection final : public connection_base {
         bool opened = false;          // told the client side
         bool drain_asked = false;
         uint64_t transfers = 0;       // received from the owner, or sent to it
+        uint64_t told_limit = 0;      // client sends: the owner's limit the client side has
         uint64_t next_id = 0;         // numbers the owner's transfers (client receives)
         relay::unsettled_map unsettled;
     };

@@ -69,6 +69,19 @@ void amqp_connection::relay_flow(link_ctx& lc) {
     relay_out_.add(lc.relay, std::move(m));
 }
 
+// Credit for the client of a relayed producer: up to what the owner allows,
+// but at most the link's share of the node's relay budget
+// (relay_hub::producer_window), granted once half of that is used.
+void amqp_connection::relay_credit(link_ctx& lc) {
+    if (!lc.attached || lc.closed || lc.link == nullptr || settings_.relays == nullptr) return;
+    const auto credit = static_cast<uint64_t>(std::max(0, pn_link_credit(lc.link)));
+    const uint64_t window = settings_.relays->producer_window();
+    if (credit > window / 2) return;
+    const uint64_t granted = lc.relay_in + credit; // what the client may send, in all
+    const uint64_t target = std::min(lc.relay_limit, lc.relay_in + window);
+    if (target > granted) pn_link_flow(lc.link, static_cast<int>(target - granted));
+}
+
 // A transfer from a producer on a relayed link: pass it on whole.
 void amqp_connection::relay_incoming(link_ctx& lc, pn_delivery_t* d) {
     pn_link_t* l = lc.link;
@@ -90,6 +103,7 @@ void amqp_connection::relay_incoming(link_ctx& lc, pn_delivery_t* d) {
     if (m.settled) pn_delivery_settle(d);
     else lc.relay_unsettled[m.id] = d;
     relay_out_.add(lc.relay, std::move(m));
+    relay_credit(lc);
 }
 
 // The client's outcome or settlement of a delivery from the owner.
@@ -111,6 +125,7 @@ void amqp_connection::relay_disposition(link_ctx& lc, pn_delivery_t* d) {
 void amqp_connection::relay_detach(link_ctx& lc, bool closed) {
     if (lc.closed) return;
     lc.closed = true;
+    lc.relay_share.release();
     relay::message m;
     m.what = relay::message::kind::detach;
     m.relay = lc.id;
@@ -126,6 +141,7 @@ void amqp_connection::relay_detach(link_ctx& lc, bool closed) {
 void amqp_connection::relay_ended(link_ctx& lc, const relay::condition& cond, bool closed) {
     if (lc.closed || lc.link == nullptr) return;
     lc.closed = true;
+    lc.relay_share.release();
     for (auto& [id, d] : lc.relay_unsettled) { // (a producer's: consumers keep no map)
         pn_disposition_set_failed(pn_delivery_local(d), true);
         pn_delivery_update(d, PN_MODIFIED);
@@ -261,7 +277,12 @@ void amqp_connection::handle(relay::message& m) {
         }
         pn_link_open(l);
         lc->attached = true;
-        if (lc->consumer) relay_flow(*lc); // credit the client gave while the owner answered
+        if (lc->consumer) {
+            relay_flow(*lc); // credit the client gave while the owner answered
+        } else {
+            lc->relay_share = relay_hub::producer_share(*settings_.relays);
+            relay_credit(*lc);
+        }
         break;
     case kind::refused: {
         lc->closed = true;
@@ -271,13 +292,11 @@ void amqp_connection::handle(relay::message& m) {
         pn_link_close(l);
         break;
     }
-    case kind::flow: {
+    case kind::flow:
         // The owner's credit for a producer: the client may send up to it.
-        const int64_t want = static_cast<int64_t>(m.limit) - static_cast<int64_t>(lc->relay_in);
-        const int64_t have = pn_link_credit(l);
-        if (want > have) pn_link_flow(l, static_cast<int>(want - have));
+        lc->relay_limit = m.limit;
+        relay_credit(*lc);
         break;
-    }
     case kind::transfer:
         relay::send(l, m);
         ++lc->sent;

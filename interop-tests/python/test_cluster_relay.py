@@ -4,6 +4,8 @@ import time
 
 import pytest
 from proton import Delivery, Message, Timeout
+from proton.handlers import MessagingHandler
+from proton.reactor import Container
 from proton.utils import ConnectionClosed, LinkDetached, SendException
 
 from cluster_util import Cluster, connect
@@ -253,3 +255,99 @@ def test_a_relayed_link_to_a_moved_queue_is_redirected_to_the_new_owner():
             again.close()
     finally:
         c.stop()
+
+
+class ManyProducers(MessagingHandler):
+    """`n` connections to `url` with one sender each on `queue`; each sends one
+    message (id = its number) once it has credit. When all n were accepted, one
+    more producer joins and sends too, and the credit it was first given is
+    kept. Gives up after `timeout` seconds (a timer on the container)."""
+
+    def __init__(self, url, queue, n, timeout):
+        super().__init__()
+        self.url, self.queue, self.n, self.timeout = url, queue, n, timeout
+        self.number = {}         # sender name -> its message id
+        self.connections = []
+        self.accepted = set()
+        self.errors = []
+        self.late_credit = None  # the joining producer's first credit
+        self.timer = None
+
+    def on_start(self, event):
+        self.timer = event.container.schedule(self.timeout, self)
+        for i in range(self.n):
+            self._open(event.container, i)
+
+    def _open(self, container, i):
+        conn = container.connect(self.url, sasl_enabled=False)
+        self.connections.append(conn)
+        self.number[container.create_sender(conn, self.queue, name="p%d" % i).name] = i
+
+    def on_sendable(self, event):
+        i = self.number.pop(event.sender.name, None)  # sends once
+        if i is None:
+            return
+        if i == self.n:
+            self.late_credit = event.sender.credit
+        event.sender.send(Message(id=i, body="from producer %d" % i))
+
+    def on_accepted(self, event):
+        self.accepted.add(event.delivery.link.name)
+        if len(self.accepted) == self.n:
+            self._open(event.container, self.n)
+        elif len(self.accepted) > self.n:
+            self._finish()
+
+    def on_rejected(self, event):
+        self.errors.append("%s: rejected" % event.delivery.link.name)
+        self._finish()
+
+    def on_released(self, event):
+        self.errors.append("%s: released" % event.delivery.link.name)
+        self._finish()
+
+    def on_link_error(self, event):
+        self.errors.append("%s: %s" % (event.link.name, event.link.remote_condition))
+        self._finish()
+
+    def on_transport_error(self, event):
+        self.errors.append("transport: %s" % event.transport.condition)
+        self._finish()
+
+    def on_timer_task(self, event):
+        self.timer = None
+        self.errors.append("timed out after %s s with %d of %d accepted" %
+                           (self.timeout, len(self.accepted), self.n + 1))
+        self._finish()
+
+    def _finish(self):
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        for c in self.connections:
+            c.close()
+
+
+def test_hundreds_of_client_connections_attach_and_send_through_the_relay(cluster):
+    n1, n2 = cluster.nodes
+    clients = ManyProducers(n1.url, "many-producers", 300, timeout=30)
+    started = time.monotonic()
+    Container(clients).run()
+    took = time.monotonic() - started
+    assert not clients.errors, clients.errors[:5]
+    assert len(clients.accepted) == 301, took
+    # The producer that joined the 300 open ones got a share of the relaying
+    # node's credit budget (20,000 messages, docs/cluster.md), not the
+    # owner's full window of 1,000.
+    assert 0 < clients.late_credit <= 20000 // 301, clients.late_credit
+    # Every message is at the owner, n2.
+    direct = connect(n2)
+    try:
+        rcv = direct.create_receiver("many-producers", credit=301)
+        got = []
+        for _ in range(301):
+            got.append(rcv.receive(timeout=10).id)
+            rcv.accept()
+        assert sorted(got) == list(range(301))
+    finally:
+        direct.close()
