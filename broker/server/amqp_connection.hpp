@@ -44,6 +44,7 @@ namespace wharf::server {
 // What a connection needs from its node and listener.
 struct connection_settings {
     relay_hub* relays = nullptr;     // connections to other nodes, for relayed links
+    credit_budget* producers = nullptr; // the node's producer credit budget (null: none)
     management::management_service* management = nullptr; // the $management node
     std::string node_id;
     // Plugins' resolvers, in order (empty: every address is local).
@@ -122,7 +123,7 @@ class amqp_connection final : public connection_base {
         relay::unsettled_map relay_unsettled;
         uint64_t relay_in = 0;        // transfers from the client (client sends)
         uint64_t relay_limit = 0;     // client sends: transfers the owner allows in all
-        relay_hub::producer_share relay_share; // client sends, while open: its part of the relay's budget
+        credit_budget::share producer_share; // producers, while open: their part of the node's (or the relay's) budget
         uint64_t relay_ids = 0;       // numbers the client's transfers (see relay::message::id)
         // anonymous relay: a twin (null target) at each node that owns a `to`
         struct anon_twin {

@@ -184,13 +184,20 @@ void amqp_connection::handle(engine::ev_attached& ev) {
         pn_terminus_set_address(pn_link_source(l), ev.address.c_str());
     pn_link_open(l);
     lc->attached = true;
-    if (!lc->consumer) top_up_credit(*lc);
+    if (!lc->consumer) {
+        if (settings_.producers != nullptr) lc->producer_share = credit_budget::share(*settings_.producers);
+        top_up_credit(*lc);
+    }
 }
 
 void amqp_connection::top_up_credit(link_ctx& lc) {
     if (lc.blocked || lc.closed || !lc.attached || lc.link == nullptr) return;
+    // The link's window: credit-window, or its share of the node's producer
+    // budget once many producers are open (see credit_budget).
     const int credit = pn_link_credit(lc.link);
-    const int window = static_cast<int>(settings_.credit_window);
+    const int window = static_cast<int>(settings_.producers != nullptr
+                                            ? settings_.producers->window(settings_.credit_window)
+                                            : settings_.credit_window);
     if (credit <= window / 2) pn_link_flow(lc.link, window - credit);
 }
 
@@ -222,6 +229,7 @@ void amqp_connection::detach_link(link_ctx& lc) {
     commands_.push_back(std::move(c));
     lc.closed = true;
     lc.awaiting.clear();
+    lc.producer_share.release();
 }
 
 void amqp_connection::on_link_close(pn_link_t* l, bool closed) {

@@ -20,6 +20,7 @@
 // Threads: peer() is called on client connections' threads; connections are
 // opened through the server (its proactor and connection table). Thread-safe.
 
+#include "broker/server/credit_budget.hpp"
 #include "broker/server/relay_protocol.hpp"
 
 #include <algorithm>
@@ -51,39 +52,12 @@ class relay_hub {
     // A peer connection ended: do not hand it out again.
     void lost(const relay::mailbox* m);
 
+    // Relayed producers share 20,000 messages in flight through this node
+    // (see credit_budget); a share counts while its link is open.
     static constexpr uint64_t producer_credit_budget = 20000;
-    static constexpr uint64_t min_producer_credit = 20;
-    // An open relayed producer link's place in the budget: it counts while
-    // held. Move-only; a default-built one counts nothing.
-    class producer_share {
-      public:
-        producer_share() = default;
-        explicit producer_share(relay_hub& hub) : hub_(&hub) { hub_->producers_.fetch_add(1); }
-        producer_share(producer_share&& o) noexcept : hub_(std::exchange(o.hub_, nullptr)) {}
-        producer_share& operator=(producer_share&& o) noexcept {
-            if (this != &o) {
-                release();
-                hub_ = std::exchange(o.hub_, nullptr);
-            }
-            return *this;
-        }
-        producer_share(const producer_share&) = delete;
-        producer_share& operator=(const producer_share&) = delete;
-        ~producer_share() { release(); }
-        void release() {
-            if (hub_ != nullptr) hub_->producers_.fetch_sub(1);
-            hub_ = nullptr;
-        }
-
-      private:
-        relay_hub* hub_ = nullptr;
-    };
-    // The credit one relayed producer may hold now: an even share of the
-    // budget, at least min_producer_credit. Any thread.
-    uint64_t producer_window() const {
-        const uint64_t n = std::max<uint64_t>(1, producers_.load(std::memory_order_relaxed));
-        return std::max(min_producer_credit, producer_credit_budget / n);
-    }
+    credit_budget& producers() { return producers_; }
+    // The credit one relayed producer may hold now. Any thread.
+    uint64_t producer_window() const { return producers_.window(UINT64_MAX); }
 
   private:
     struct pool {
@@ -92,7 +66,7 @@ class relay_hub {
     connect_fn connect_;
     std::mutex mu_;
     std::map<std::string, pool> pools_; // by host:port
-    std::atomic<uint64_t> producers_{0}; // open relayed producer links (producer_share)
+    credit_budget producers_{producer_credit_budget};
 };
 
 } // namespace wharf::server

@@ -125,7 +125,7 @@ void amqp_connection::relay_disposition(link_ctx& lc, pn_delivery_t* d) {
 void amqp_connection::relay_detach(link_ctx& lc, bool closed) {
     if (lc.closed) return;
     lc.closed = true;
-    lc.relay_share.release();
+    lc.producer_share.release();
     relay::message m;
     m.what = relay::message::kind::detach;
     m.relay = lc.id;
@@ -141,7 +141,7 @@ void amqp_connection::relay_detach(link_ctx& lc, bool closed) {
 void amqp_connection::relay_ended(link_ctx& lc, const relay::condition& cond, bool closed) {
     if (lc.closed || lc.link == nullptr) return;
     lc.closed = true;
-    lc.relay_share.release();
+    lc.producer_share.release();
     for (auto& [id, d] : lc.relay_unsettled) { // (a producer's: consumers keep no map)
         pn_disposition_set_failed(pn_delivery_local(d), true);
         pn_delivery_update(d, PN_MODIFIED);
@@ -280,7 +280,7 @@ void amqp_connection::handle(relay::message& m) {
         if (lc->consumer) {
             relay_flow(*lc); // credit the client gave while the owner answered
         } else {
-            lc->relay_share = relay_hub::producer_share(*settings_.relays);
+            lc->producer_share = credit_budget::share(settings_.relays->producers());
             relay_credit(*lc);
         }
         break;

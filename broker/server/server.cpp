@@ -39,8 +39,10 @@ server::server(const config::node_config& cfg, engine::queue_engine& engine,
       proactor_(pn_proactor()), threads_(cfg.threads == 0 ? 1 : cfg.threads),
       relays_([this](const std::string& node, const std::string& host, uint16_t port) {
           return connect_peer(node, host, port);
-      }) {
+      }),
+      producer_budget_(cfg.producer_credit_budget) {
     settings_.relays = &relays_;
+    settings_.producers = &producer_budget_;
     settings_.node_id = cfg.node_id;
     settings_.max_message_size = cfg.max_message_size;
     settings_.credit_window = cfg.credit_window;

@@ -85,6 +85,7 @@ class server {
     std::mutex table_mu_; // guards connections_ (open/close only, not the message path)
     std::unordered_map<pn_connection_t*, std::unique_ptr<connection_base>> connections_;
     relay_hub relays_;
+    credit_budget producer_budget_; // every producer link of this node (settings_.producers)
 };
 
 } // namespace wharf::server

@@ -27,6 +27,38 @@ TEST_F(producers, credit_window_flag_sets_the_batch) {
     EXPECT_EQ(s.credit(), 250);
 }
 
+// Many producers share the node's producer-credit-budget: the 30th of
+// 30 gets 1000 / 30 credits, not the whole credit-window, and can still
+// send; once most have left, a new one gets the whole window again.
+TEST_F(producers, many_producers_share_the_node_credit_budget) {
+    start_broker({.args = {"--credit-window", "100", "--producer-credit-budget", "1000"}});
+    auto c = connect();
+    std::vector<test_sender> senders;
+    for (int i = 0; i < 30; ++i) {
+        senders.push_back(c->open_sender("budget-q"));
+        ASSERT_TRUE(senders.back().wait_open()) << senders.back().wait_error();
+        ASSERT_TRUE(senders.back().wait_credit_at_least(20)) << "sender " << i << ": " << senders.back().credit();
+    }
+    EXPECT_EQ(senders.front().credit(), 100) << "the first producers get the whole window";
+    EXPECT_LE(senders.back().credit(), 1000 / 30) << "the 30th gets its share of the budget";
+    for (auto& s : senders) s.send(text_message("from a producer"));
+    for (size_t i = 0; i < senders.size(); ++i) {
+        auto outs = senders[i].wait_outcomes(1);
+        ASSERT_EQ(outs.size(), 1u) << "sender " << i;
+        EXPECT_EQ(outs[0].kind, outcome_kind::accepted) << "sender " << i;
+    }
+    for (size_t i = 5; i < senders.size(); ++i) {
+        senders[i].close();
+        ASSERT_TRUE(senders[i].wait_closed()) << "sender " << i;
+    }
+    test_sender again = c->open_sender("budget-q");
+    ASSERT_TRUE(again.wait_open()) << again.wait_error();
+    EXPECT_TRUE(again.wait_credit_at_least(100)) << "with 6 producers open: " << again.credit();
+    test_receiver r = c->open_receiver("budget-q", receiver_credit(50));
+    EXPECT_EQ(r.wait_messages(30).size(), 30u);
+    r.settle_all(settle_as::accept);
+}
+
 TEST_F(producers, five_hundred_unsettled_messages_are_all_accepted_in_order) {
     start_broker();
     auto c = connect();
