@@ -99,7 +99,7 @@ constexpr std::array<flag_doc, 16> flag_docs = {{
     {"credit-window", "N", "Link credit given to producers, refilled at half; >= 1. Default 1000"},
     {"producer-credit-budget", "N",
      "Credit all producer links of the node share: with more than N / credit-window producers "
-     "each gets N / producers (at least 20); 0 = no budget. Default 100000"},
+     "each gets N / producers (at least 20); 0 = no budget. Default 20000"},
     {"max-frame-size", "N",
      "AMQP max-frame-size in bytes, >= 512, for listeners that set none of their own. "
      "Default 65536"},

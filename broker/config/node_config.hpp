@@ -54,7 +54,7 @@ struct node_config {
     uint32_t max_connections = 10000;  // 0 = unlimited
     uint64_t max_message_size = 16 * 1024 * 1024; // bytes, advertised on attach
     uint32_t credit_window = 1000;     // producer link credit; refilled at half
-    uint64_t producer_credit_budget = 100000; // shared by all producer links (0 = none)
+    uint64_t producer_credit_budget = 20000; // shared by all producer links (0 = none)
     queue_policy queue_defaults;
     std::vector<queue_declaration> queues;
 

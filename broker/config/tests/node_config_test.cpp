@@ -51,6 +51,7 @@ TEST_F(node_config_test, no_arguments_gives_the_documented_defaults) {
     EXPECT_EQ(cfg.max_connections, 10000u);
     EXPECT_EQ(cfg.max_message_size, 16u * 1024 * 1024);
     EXPECT_EQ(cfg.credit_window, 1000u);
+    EXPECT_EQ(cfg.producer_credit_budget, 20000u);
     expect_default_policy(cfg.queue_defaults);
     EXPECT_TRUE(cfg.queues.empty());
 }
