@@ -351,3 +351,70 @@ def test_hundreds_of_client_connections_attach_and_send_through_the_relay(cluste
         assert sorted(got) == list(range(301))
     finally:
         direct.close()
+
+
+class ManyQueues(MessagingHandler):
+    """One connection to `url` with `n` senders, each to a queue never used
+    before (`prefix`-i), so that every attach makes the node place a queue;
+    each sends one message once it has credit. Gives up after `timeout` s."""
+
+    def __init__(self, url, prefix, n, timeout):
+        super().__init__()
+        self.url, self.prefix, self.n, self.timeout = url, prefix, n, timeout
+        self.sent, self.accepted, self.errors = set(), set(), []
+        self.conn = self.timer = None
+
+    def on_start(self, event):
+        self.timer = event.container.schedule(self.timeout, self)
+        self.conn = event.container.connect(self.url, sasl_enabled=False)
+        for i in range(self.n):
+            event.container.create_sender(self.conn, "%s-%d" % (self.prefix, i), name="s%d" % i)
+
+    def on_sendable(self, event):
+        if event.sender.name not in self.sent:
+            self.sent.add(event.sender.name)
+            event.sender.send(Message(body=event.sender.name))
+
+    def on_accepted(self, event):
+        self.accepted.add(event.delivery.link.name)
+        if len(self.accepted) == self.n:
+            self._finish()
+
+    def on_rejected(self, event):
+        self.errors.append("%s: rejected" % event.delivery.link.name)
+
+    def on_link_error(self, event):
+        self.errors.append("%s: %s" % (event.link.name, event.link.remote_condition))
+
+    def on_transport_error(self, event):
+        self.errors.append("transport: %s" % event.transport.condition)
+        self._finish()
+
+    def on_timer_task(self, event):
+        self.timer = None
+        self.errors.append("timed out after %s s with %d of %d accepted" % (self.timeout, len(self.accepted), self.n))
+        self._finish()
+
+    def _finish(self):
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        self.conn.close()
+
+
+def test_a_burst_of_new_queues_keeps_the_node_in_the_cluster():
+    # 3,000 first attaches at once keep n1's WLM worker busy placing queues
+    # for longer than the lease-ttl (1 s). The lease is renewed on a thread of
+    # its own meanwhile: n1 must not fence itself ("lost its cluster
+    # membership"), and every attach must go through.
+    cluster = Cluster(n=2, wlm=PINNED)
+    try:
+        n1, n2 = cluster.nodes
+        burst = ManyQueues(n1.url, "burst", 3000, timeout=90)
+        Container(burst).run()
+        assert not burst.errors, burst.errors[:5]
+        assert len(burst.accepted) == 3000
+        assert cluster.members() >= {"n1", "n2"}
+        assert "lost its cluster membership" not in cluster.node("n1").log()
+    finally:
+        cluster.stop()

@@ -29,7 +29,11 @@ class Wharfd:
                 f.write(config_text)
             cmd += ["--config", path]
         cmd += list(args)
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        # The log goes to a file: a pipe nobody reads fills up (64 KB) and
+        # then blocks the node on its next log line.
+        self.log_path = os.path.join(self.dir, "wharfd.log")
+        with open(self.log_path, "wb") as log:
+            self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log)
         self.port = self._wait_for_port(deadline=time.monotonic() + 10)
         self.pid = self.proc.pid
         self.url = "127.0.0.1:%d" % self.port
@@ -49,7 +53,13 @@ class Wharfd:
                         return int(text.strip().rsplit(":", 1)[1])
                     line = b""
         self.proc.kill()
-        raise RuntimeError("wharfd did not start: %s" % self.proc.stderr.read().decode())
+        self.proc.wait(timeout=10)
+        raise RuntimeError("wharfd did not start: %s" % self.log())
+
+    def log(self):
+        """What the node has logged so far."""
+        with open(self.log_path, "rb") as f:
+            return f.read().decode(errors="replace")
 
     def kill(self):
         """SIGKILL: a crash, no chance to sync or close anything."""

@@ -31,7 +31,8 @@ std::optional<std::string> wlm_service::register_node() {
     lease_ = *lease;
     {
         std::lock_guard l(mu_);
-        lease_sure_until_ = sent + opts_.lease_ttl;
+        lease_sure_until_ = sent + opts_.lease_ttl; // a new lease: its own deadline
+        renew_id_ = lease_;
     }
     fence_cv_.notify_all();
     node_record me;
@@ -80,7 +81,7 @@ void wlm_service::heartbeat() {
     }
     {
         std::lock_guard l(mu_);
-        lease_sure_until_ = sent + opts_.lease_ttl;
+        lease_sure_until(sent + opts_.lease_ttl);
     }
     // Publish this node's load for the others' placement decisions.
     const auto figures = ctx_.load();
@@ -145,6 +146,30 @@ void wlm_service::rejoin() {
     serving_ = true;
     fence_cv_.notify_all();
     spdlog::info("{}: wlm: rejoined the cluster", node_.node_id);
+}
+
+void wlm_service::lease_sure_until(clock::time_point t) {
+    if (t > lease_sure_until_) lease_sure_until_ = t;
+}
+
+// The renew thread: keeps the lease alive every lease_ttl / 3 on a store
+// connection of its own. The worker renews it too (heartbeat), but a worker
+// busy with a burst of work (10,000 first attaches placing 10,000 queues)
+// would otherwise let it lapse, and the node would fence itself while the
+// store was there all along. Failures are left to the worker (an expired
+// lease: rejoin) and to the fence thread (no renewal at all: fence).
+void wlm_service::renew_lease() {
+    std::unique_lock l(mu_);
+    while (!stop_) {
+        renew_cv_.wait_for(l, opts_.lease_ttl / 3);
+        const lease_id id = renew_id_;
+        if (stop_ || id == 0 || !serving_) continue;
+        l.unlock();
+        const auto sent = clock::now();
+        const bool alive = renew_store_->keep_alive(id).has_value();
+        l.lock();
+        if (alive && id == renew_id_) lease_sure_until(sent + opts_.lease_ttl);
+    }
 }
 
 // The fence thread: fences the node when its lease is no longer surely

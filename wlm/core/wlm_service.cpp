@@ -31,6 +31,9 @@ std::optional<std::string> wlm_service::start() {
     store_ = std::move(s.value());
     auto admin = open_metadata_store(node_.metadata);
     if (!admin) return admin.error().description;
+    auto renew = open_metadata_store(node_.metadata);
+    if (!renew) return renew.error().description;
+    renew_store_ = std::move(renew.value());
     admin_ = std::make_shared<shared_store>();
     admin_->store = std::move(admin.value());
     admin_->wake = [this] {
@@ -66,6 +69,7 @@ std::optional<std::string> wlm_service::start() {
     ctx_.add_entity_type(*placement_entities_);
     thread_ = std::thread([this] { run(); });
     fence_thread_ = std::thread([this] { watch_lease(); });
+    renew_thread_ = std::thread([this] { renew_lease(); });
     spdlog::info("{}: wlm: member of the cluster in {} ({} nodes known, {} queues owned)",
                  node_.node_id, node_.metadata, nodes_.size(), owners_.size());
     return std::nullopt;
@@ -79,8 +83,10 @@ void wlm_service::stop() {
     }
     cv_.notify_all();
     fence_cv_.notify_all();
+    renew_cv_.notify_all();
     if (thread_.joinable()) thread_.join();
     if (fence_thread_.joinable()) fence_thread_.join();
+    if (renew_thread_.joinable()) renew_thread_.join();
     transfers_.clear();   // what is unsettled goes back to the local queues
     forwarders_.clear();
     if (store_ && lease_ != 0) store_->revoke_lease(lease_); // leave the cluster now, not at lease expiry

@@ -108,6 +108,8 @@ class wlm_service final : public plugins::plugin, public plugins::address_resolv
     void fence(const std::string& why);
     void rejoin();
     void watch_lease();
+    void renew_lease();
+    void lease_sure_until(clock::time_point t); // under mu_: moves it later, never earlier
     std::chrono::milliseconds fence_margin() const;
     bool load_all();
     void poll_changes();
@@ -145,6 +147,7 @@ class wlm_service final : public plugins::plugin, public plugins::address_resolv
     plugins::node_context& ctx_;
     const plugins::node_info node_;
     std::unique_ptr<metadata_store> store_;   // worker thread (and start/stop)
+    std::unique_ptr<metadata_store> renew_store_; // renew thread: keep-alives only
     std::shared_ptr<shared_store> admin_;     // management's own connection to the store
     std::unique_ptr<node_entities> node_entities_;
     std::unique_ptr<owner_entities> owner_entities_;
@@ -183,6 +186,9 @@ class wlm_service final : public plugins::plugin, public plugins::address_resolv
     std::condition_variable fence_cv_;
     std::thread thread_;
     std::thread fence_thread_;             // watch_lease()
+    lease_id renew_id_ = 0;                // under mu_: the lease the renew thread keeps alive
+    std::condition_variable renew_cv_;
+    std::thread renew_thread_;             // renew_lease()
 };
 
 } // namespace wharf::wlm
