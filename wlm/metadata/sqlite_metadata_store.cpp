@@ -1,5 +1,6 @@
 #include "wlm/metadata/sqlite_metadata_store.hpp"
 
+#include "broker/common/text.hpp"
 #include "wlm/metadata/sqlite_connection.hpp"
 
 #include <algorithm>
@@ -73,8 +74,6 @@ std::optional<std::string> prefix_end(std::string_view prefix) {
     end.back() = static_cast<char>(static_cast<unsigned char>(end.back()) + 1);
     return end;
 }
-
-std::string quoted(std::string_view s) { return "'" + std::string(s) + "'"; }
 
 } // namespace
 

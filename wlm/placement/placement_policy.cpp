@@ -1,5 +1,7 @@
 #include "wlm/placement/placement_policy.hpp"
 
+#include "broker/common/text.hpp"
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -10,8 +12,6 @@ namespace wharf::wlm {
 namespace {
 
 using candidates = std::vector<const node_load*>; // sorted by node id
-
-std::string quoted(std::string_view s) { return "'" + std::string(s) + "'"; }
 
 std::string join_ids(const candidates& c) {
     std::string out;

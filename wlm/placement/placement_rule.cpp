@@ -1,5 +1,7 @@
 #include "wlm/placement/placement_rule.hpp"
 
+#include "broker/common/text.hpp"
+
 namespace wharf::wlm {
 
 namespace {
@@ -20,8 +22,6 @@ bool has_space(std::string_view s) {
             return true;
     return false;
 }
-
-std::string quoted(std::string_view s) { return "'" + std::string(s) + "'"; }
 
 failure<std::string> rule_error(std::string_view text, std::string_view what) {
     return fail("rule " + quoted(trim(text)) + ": " + std::string(what));
