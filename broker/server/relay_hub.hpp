@@ -23,15 +23,12 @@
 #include "broker/server/credit_budget.hpp"
 #include "broker/server/relay_protocol.hpp"
 
-#include <algorithm>
-#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <utility>
 #include <vector>
 
 namespace wharf::server {
