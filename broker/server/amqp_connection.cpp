@@ -7,6 +7,7 @@
 #include <proton/transport.h>
 
 #include <chrono>
+#include <utility>
 #include <spdlog/spdlog.h>
 
 namespace wharf::server {
@@ -33,28 +34,35 @@ void amqp_connection::request_close(std::string description) {
 
 connection_info amqp_connection::info() const {
     std::lock_guard l(info_mu_);
-    return info_;
+    connection_info out = info_;
+    out.links.reserve(info_links_.size());
+    for (const auto& [id, link] : info_links_) out.links.push_back(link);
+    return out;
 }
 
-// Connection thread: management's copy of who is connected and their links.
+// Connection thread: management's copy of who is connected and their links,
+// updated for what changed in this batch.
 void amqp_connection::refresh_info() {
-    info_stale_ = false;
-    connection_info fresh;
-    const char* container = pn_connection_remote_container(conn_);
-    if (container != nullptr) fresh.container = container;
-    if (pn_transport_t* t = pn_connection_transport(conn_)) {
-        char buf[128];
-        if (const pn_netaddr_t* a = pn_transport_remote_addr(t); a && pn_netaddr_str(a, buf, sizeof buf) >= 0)
-            fresh.remote = buf;
-    }
-    for (const auto& [id, lc] : links_) {
-        if (lc->closed || lc->link == nullptr) continue;
-        fresh.links.push_back({pn_link_name(lc->link), lc->address, !lc->consumer, lc->relayed});
+    std::string container, remote;
+    if (info_stale_) {
+        if (const char* c = pn_connection_remote_container(conn_)) container = c;
+        if (pn_transport_t* t = pn_connection_transport(conn_)) {
+            char buf[128];
+            if (const pn_netaddr_t* a = pn_transport_remote_addr(t); a && pn_netaddr_str(a, buf, sizeof buf) >= 0)
+                remote = buf;
+        }
     }
     std::lock_guard l(info_mu_);
-    fresh.id = info_.id;
-    fresh.opened_ms = info_.opened_ms;
-    info_ = std::move(fresh);
+    if (std::exchange(info_stale_, false)) {
+        info_.container = std::move(container);
+        info_.remote = std::move(remote);
+    }
+    for (engine::link_id id : info_dirty_) {
+        const link_ctx* lc = find(id);
+        if (lc == nullptr || lc->closed || lc->link == nullptr) info_links_.erase(id);
+        else info_links_[id] = {pn_link_name(lc->link), lc->address, !lc->consumer, lc->relayed};
+    }
+    info_dirty_.clear();
 }
 
 amqp_connection::~amqp_connection() {
@@ -85,17 +93,29 @@ amqp_connection::link_ctx* amqp_connection::find(engine::link_id id) {
 }
 
 void amqp_connection::on_event(pn_event_t* e) {
-    switch (pn_event_type(e)) { // what management shows changes with these
+    // What management shows changes with these: note the link before (it
+    // may be gone after) and after (it may be new) the event is handled.
+    pn_link_t* changed = nullptr;
+    switch (pn_event_type(e)) {
     case PN_CONNECTION_REMOTE_OPEN:
+        info_stale_ = true;
+        break;
     case PN_LINK_REMOTE_OPEN:
     case PN_LINK_REMOTE_CLOSE:
     case PN_LINK_REMOTE_DETACH:
     case PN_LINK_FINAL:
-        info_stale_ = true;
+        changed = pn_event_link(e);
+        if (const link_ctx* lc = ctx_of(changed)) mark_info(*lc);
         break;
     default:
         break;
     }
+    handle_event(e);
+    if (changed != nullptr)
+        if (const link_ctx* lc = ctx_of(changed)) mark_info(*lc);
+}
+
+void amqp_connection::handle_event(pn_event_t* e) {
     switch (pn_event_type(e)) {
     case PN_CONNECTION_REMOTE_OPEN: {
         pn_connection_set_container(conn_, settings_.node_id.c_str());
@@ -201,7 +221,7 @@ void amqp_connection::end_batch() {
                       why.empty() ? "the node " + settings_.node_id + " is shutting down" : why);
         pn_connection_close(conn_);
     }
-    if (info_stale_ && !finished_) refresh_info();
+    if ((info_stale_ || !info_dirty_.empty()) && !finished_) refresh_info();
     for (engine::link_id id : dirty_links_)
         if (link_ctx* lc = find(id)) flush_link(*lc);
     dirty_links_.clear();

@@ -30,6 +30,7 @@
 #include <mutex>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -93,6 +94,8 @@ class amqp_connection final : public connection_base {
     pn_connection_t* pn() const override { return conn_; }
 
   private:
+    void handle_event(pn_event_t* e);
+
     struct link_ctx {
         engine::link_id id = 0;
         pn_link_t* link = nullptr;    // nullptr once Proton has freed it
@@ -187,6 +190,13 @@ class amqp_connection final : public connection_base {
 
     void detach_link(link_ctx& lc);
     void flush_link(link_ctx& lc);
+    // Management's view of a link changed (attached, closed, relayed):
+    // end_batch() updates that one entry.
+    void mark_info(const link_ctx& lc) { info_dirty_.push_back(lc.id); }
+    void mark_closed(link_ctx& lc) {
+        lc.closed = true;
+        mark_info(lc);
+    }
     void mark_dirty(link_ctx& lc) {
         if (!lc.dirty) {
             lc.dirty = true;
@@ -219,11 +229,15 @@ class amqp_connection final : public connection_base {
     errc refuse_code_ = errc::resource_limit_exceeded;
     std::string refuse_description_;
     std::atomic<bool> shutdown_requested_{false};
-    // management's view, refreshed when links come and go
+    // management's view, updated a link at a time as links come and go (a
+    // whole rebuild per batch cost O(links) each time: O(n^2) for a client
+    // attaching thousands of links on one connection)
     const uint64_t serial_;
     mutable std::mutex info_mu_;
-    connection_info info_;
-    bool info_stale_ = true;
+    connection_info info_;                                    // links: unused, see info_links_
+    std::map<engine::link_id, connection_info::link> info_links_; // under info_mu_
+    bool info_stale_ = true;                                  // the connection's own fields
+    std::vector<engine::link_id> info_dirty_;                 // links whose entry may have changed
     std::string close_reason_;        // under info_mu_: request_close
     void refresh_info();
     bool shutdown_done_ = false;

@@ -168,7 +168,7 @@ void amqp_connection::refuse_link(link_ctx& lc, const error& err, const plugins:
         put_redirect_info(cond, redirect->host, redirect->port,
                           redirect->address.empty() ? lc.address : redirect->address);
     pn_link_close(l);
-    lc.closed = true;
+    mark_closed(lc);
 }
 
 void amqp_connection::handle(engine::ev_attached& ev) {
@@ -227,7 +227,7 @@ void amqp_connection::detach_link(link_ctx& lc) {
         }
     }
     commands_.push_back(std::move(c));
-    lc.closed = true;
+    mark_closed(lc);
     lc.awaiting.clear();
     lc.producer_share.release();
 }
@@ -478,7 +478,7 @@ void amqp_connection::handle(engine::ev_flow_control& ev) {
 void amqp_connection::handle(engine::ev_detach& ev) {
     link_ctx* lc = find(ev.link);
     if (lc == nullptr || lc->closed || lc->link == nullptr) return;
-    lc->closed = true;
+    mark_closed(*lc);
     set_condition(pn_link_condition(lc->link), ev.err.code, ev.err.description);
     if (ev.redirect)
         put_redirect_info(pn_link_condition(lc->link), ev.redirect->host, ev.redirect->port, lc->address);

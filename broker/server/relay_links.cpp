@@ -34,6 +34,7 @@ void amqp_connection::relay_attach(link_ctx& lc, const plugins::resolution& r) {
     pn_link_t* l = lc.link;
     lc.pending_attach.reset();
     lc.relayed = true;
+    mark_info(lc);
     lc.relay = peer;
     relay::message m;
     m.what = relay::message::kind::attach;
@@ -124,7 +125,7 @@ void amqp_connection::relay_disposition(link_ctx& lc, pn_delivery_t* d) {
 // owner returns what the client held unsettled to the queue.
 void amqp_connection::relay_detach(link_ctx& lc, bool closed) {
     if (lc.closed) return;
-    lc.closed = true;
+    mark_closed(lc);
     lc.producer_share.release();
     relay::message m;
     m.what = relay::message::kind::detach;
@@ -140,7 +141,7 @@ void amqp_connection::relay_detach(link_ctx& lc, bool closed) {
 // (delivery-failed) so that the client sends it again.
 void amqp_connection::relay_ended(link_ctx& lc, const relay::condition& cond, bool closed) {
     if (lc.closed || lc.link == nullptr) return;
-    lc.closed = true;
+    mark_closed(lc);
     lc.producer_share.release();
     for (auto& [id, d] : lc.relay_unsettled) { // (a producer's: consumers keep no map)
         pn_disposition_set_failed(pn_delivery_local(d), true);
@@ -285,7 +286,7 @@ void amqp_connection::handle(relay::message& m) {
         }
         break;
     case kind::refused: {
-        lc->closed = true;
+        mark_closed(*lc);
         pn_terminus_set_type(lc->consumer ? pn_link_source(l) : pn_link_target(l), PN_UNSPECIFIED);
         pn_link_open(l);
         if (m.cond()) relay::apply(*m.cond(), pn_link_condition(l));

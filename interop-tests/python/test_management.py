@@ -3,7 +3,7 @@ tools send (qdmanage's QUERY), every node operation, and a hundred and more
 malformed requests, each answered with the right status and a reason."""
 import pytest
 from proton import Delivery, Message, ulong, uint
-from proton.utils import SendException
+from proton.utils import LinkDetached, SendException
 
 from mgmt_client import Mgmt
 
@@ -139,6 +139,42 @@ def test_a_hundred_malformed_requests_each_get_the_right_status_and_a_reason(mgm
         assert got[0] == status, (props, body, got)
         assert words in got[1], (props, body, got)
     assert mgmt.call("GET-TYPES")[0] == 200  # still answering
+
+
+def test_the_link_listing_follows_links_as_they_come_and_go(wharfd, mgmt):
+    # Each connection keeps its links' entries up to date one link at a
+    # time (not rebuilt on every change): attach, detach and a detach the
+    # broker does itself all show.
+    import time
+    from proton.utils import BlockingConnection
+
+    def listed():
+        return sorted(l["address"] for l in mgmt.query("link", ["address"]) if l["address"].startswith("comings-"))
+
+    def wait_listed(want):
+        deadline = time.monotonic() + 10
+        while listed() != want and time.monotonic() < deadline:
+            time.sleep(0.05)  # poll interval; the deadline bounds the wait
+        assert listed() == want
+
+    c = BlockingConnection(wharfd.url, timeout=10, sasl_enabled=False)
+    try:
+        links = [c.create_receiver("comings-%d" % i, credit=1) for i in range(3)]
+        snd = c.create_sender("comings-s")
+        assert listed() == ["comings-0", "comings-1", "comings-2", "comings-s"]
+        links[1].close()
+        wait_listed(["comings-0", "comings-2", "comings-s"])
+        status, _, _ = mgmt.call("DELETE", type="wharf.queue", name="comings-0")
+        assert status == 204  # the broker detaches its consumer
+        with pytest.raises(LinkDetached) as err:
+            links[0].receive(timeout=10)
+        assert "was deleted" in str(err.value)
+        wait_listed(["comings-2", "comings-s"])
+        snd.close()
+        wait_listed(["comings-2"])
+    finally:
+        c.close()
+    wait_listed([])
 
 
 def test_connections_and_links_are_listed_and_a_connection_can_be_closed(wharfd, mgmt):
