@@ -22,9 +22,11 @@ for K in ${COUNTS:-1 100 1000 10000}; do
   done
   conns=$(( (K + 999) / 1000 ))
   dur=${DURATION:-3}; [ -z "${DURATION:-}" ] && [ $K -ge 10000 ] && dur=12
+  cpu0=$(awk '{print $14+$15}' /proc/$W/stat)
   out=$($B/wharf-bench pair --url $url --connections $conns --links $(( K / conns )) --queues $K \
         --duration $dur --json --quiet --timeout 60)
   hwm=$(awk '/VmHWM/{print $2}' /proc/$W/status)
+  cpu=$(( $(awk '{print $14+$15}' /proc/$W/stat) - cpu0 ))  # clock ticks over the whole run
   kill $W; wait $W 2>/dev/null || true; rm -rf $D
-  echo "$out" | python3 -c "import json,sys;d=json.load(sys.stdin);print('K=$K steady_per_s=%d setup_s=%.2f e2e_p50_ms=%.1f wharfd_peak_rss_MB=%d' % (d['steady_per_s'], d['setup_s'], d['latency']['p50_us']/1000, $hwm/1024))"
+  echo "$out" | python3 -c "import json,sys;d=json.load(sys.stdin);print('K=$K steady_per_s=%d setup_s=%.2f e2e_p50_ms=%.1f wharfd_peak_rss_MB=%d wharfd_us_per_msg=%.2f bench_us_per_msg=%.2f' % (d['steady_per_s'], d['setup_s'], d['latency']['p50_us']/1000, $hwm/1024, $cpu*1e6/$(getconf CLK_TCK)/d['received'], d['cpu_s']*1e6/d['received']))"
 done

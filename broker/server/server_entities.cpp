@@ -49,14 +49,18 @@ std::vector<std::string> link_entities::attribute_names() const {
 result<std::vector<plugins::entity>, error> link_entities::query() {
     std::vector<plugins::entity> out;
     for (const auto& c : server_.connection_infos()) {
-        for (const auto& l : c.links)
-            out.push_back({{"name", name_of(c) + "/" + l.name},
+        for (const auto& l : c.links) {
+            // A link is its name and its role (AMQP 1.0 §2.6.1): a sender and
+            // a receiver may share a name, so the entity's name has both.
+            const std::string direction = l.client_sends ? "in" : "out";
+            out.push_back({{"name", name_of(c) + "/" + direction + "/" + l.name},
                            {"node", node_id_},
                            {"connection", name_of(c)},
                            {"linkName", l.name},
                            {"address", l.address},
-                           {"direction", std::string(l.client_sends ? "in" : "out")},
+                           {"direction", direction},
                            {"relayed", l.relayed}});
+        }
     }
     return out;
 }

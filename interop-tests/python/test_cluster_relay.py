@@ -9,6 +9,7 @@ from proton.reactor import Container
 from proton.utils import ConnectionClosed, LinkDetached, SendException
 
 from cluster_util import Cluster, connect
+from mgmt_client import Mgmt
 
 # n2 owns every queue; clients connect to n1.
 PINNED = {"lease-ttl": 1, "poll-interval": 0.05, "rules": '["* -> node:n2"]'}
@@ -38,6 +39,26 @@ def test_messages_flow_through_the_relay_unchanged(cluster):
         conn.close()
     # The queue is at n2: it holds nothing now, and n1 holds no copy.
     assert "relayed" in cluster.owners() and cluster.owners()["relayed"][0] == "n2"
+
+
+def test_management_lists_relayed_links_as_relayed(cluster):
+    # A sender and a receiver on one address: Proton names both
+    # CONTAINER-ADDRESS, so they are told apart by direction. At n1 both are
+    # relayed; at n2, the owner, the relay's own links are ordinary ones.
+    n1, n2 = cluster.nodes
+    conn = connect(n1)
+    mgmt = Mgmt(n1.url)
+    try:
+        conn.create_receiver("listed-relayed", credit=1)
+        conn.create_sender("listed-relayed")
+        links = [l for l in mgmt.query("link", ["name", "node", "address", "direction", "relayed"])
+                 if l["address"] == "listed-relayed"]
+        assert sorted((l["node"], l["direction"], l["relayed"]) for l in links) == [
+            ("n1", "in", True), ("n1", "out", True), ("n2", "in", False), ("n2", "out", False)], links
+        assert len({l["name"] for l in links}) == 4, links
+    finally:
+        mgmt.close()
+        conn.close()
 
 
 def test_outcomes_travel_both_ways(cluster):
@@ -418,5 +439,30 @@ def test_a_burst_of_new_queues_keeps_the_node_in_the_cluster():
         assert len(burst.accepted) == 3000
         assert cluster.members() >= {"n1", "n2"}
         assert "lost its cluster membership" not in cluster.node("n1").log()
+    finally:
+        cluster.stop()
+
+
+def test_a_burst_of_new_queues_spreads_over_the_nodes():
+    # The first uses that reach a node's WLM worker together are placed in
+    # one go and written in one store transaction: each decision must still
+    # see the ones before it, or least-loaded would put a whole burst on
+    # the node that was emptiest when it began. (Weights on queues only, so
+    # the burst's own messages and connection do not tip the count.)
+    only_queues = {"lease-ttl": 5, "poll-interval": 0.05, "weight-messages": 0,
+                   "weight-message-rate": 0, "weight-connections": 0}
+    cluster = Cluster(n=3, wlm=only_queues)
+    try:
+        burst = ManyQueues(cluster.nodes[0].url, "spread", 300, timeout=90)
+        Container(burst).run()
+        assert not burst.errors, burst.errors[:5]
+        assert len(burst.accepted) == 300
+        owners = cluster.owners()
+        counts = {}
+        for i in range(300):
+            node, moving = owners["spread-%d" % i]
+            counts[node] = counts.get(node, 0) + 1
+        assert sorted(counts) == ["n1", "n2", "n3"], counts
+        assert max(counts.values()) - min(counts.values()) <= 1, counts
     finally:
         cluster.stop()

@@ -38,24 +38,37 @@ struct placement_settings {
 result<placement_settings, std::string> read_placement(metadata_store& store, policy_kind configured_policy,
                                                        const placement_weights& configured_weights);
 
-// The figures placement decides with, one per live node (in id order): the
-// node's record, with `queues` counted from the owner records (a moving
-// queue counts at its next owner), so that a burst of decisions spreads
-// before the next heartbeat, and state draining as soon as a drain is asked.
-// `owners`: queue -> owner_record, any map type.
+// How many queues each node owns, from the owner records: a moving queue
+// counts at its next owner. `owners`: queue -> owner_record, any map type.
+inline const std::string& holder(const owner_record& o) { return o.moving() ? o.to : o.node; }
 template <class Owners>
-std::vector<node_load> placement_loads(const std::map<std::string, node_record>& nodes, const Owners& owners,
-                                       const std::set<std::string>& drains) {
+std::map<std::string, uint64_t> tally_owners(const Owners& owners) {
     std::map<std::string, uint64_t> owned;
-    for (const auto& [q, o] : owners) ++owned[o.moving() ? o.to : o.node];
+    for (const auto& [q, o] : owners) ++owned[holder(o)];
+    return owned;
+}
+
+// The figures placement decides with, one per live node (in id order): the
+// node's record, with `queues` from the tally (tally_owners, or one kept up
+// to date as owners change), so that a burst of decisions spreads before the
+// next heartbeat, and state draining as soon as a drain is asked.
+template <class Tally>
+std::vector<node_load> loads_from_tally(const std::map<std::string, node_record>& nodes, const Tally& owned,
+                                        const std::set<std::string>& drains) {
     std::vector<node_load> out;
     for (const auto& [id, n] : nodes) {
         node_load l = n.load;
-        l.queues = owned[id];
+        const auto t = owned.find(id);
+        l.queues = t == owned.end() ? 0 : t->second;
         if (drains.count(id)) l.st = node_load::state::draining;
         out.push_back(std::move(l));
     }
     return out;
+}
+template <class Owners>
+std::vector<node_load> placement_loads(const std::map<std::string, node_record>& nodes, const Owners& owners,
+                                       const std::set<std::string>& drains) {
+    return loads_from_tally(nodes, tally_owners(owners), drains);
 }
 
 // Asks the owner of `queue` to hand it to `target`. Refused when the queue

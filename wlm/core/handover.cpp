@@ -28,7 +28,7 @@ bool wlm_service::cas_owner(const std::string& queue, const owner_record& rec, c
     owner_record cached = next;
     cached.version = *put;
     std::lock_guard l(mu_);
-    owners_[queue] = std::move(cached);
+    set_owner_locked(queue, std::move(cached));
     return true;
 }
 
@@ -192,7 +192,7 @@ void wlm_service::claim(const std::string& queue, uint64_t depth) {
     rec.version = *put;
     spdlog::info("{}: wlm: queue '{}' -> {} ({})", node_.node_id, queue, rec.node, rec.reason);
     std::lock_guard l(mu_);
-    owners_[queue] = std::move(rec);
+    set_owner_locked(queue, std::move(rec));
 }
 
 // A draining node moves its queues away, a few at a time, to where

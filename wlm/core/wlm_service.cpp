@@ -5,6 +5,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <unordered_set>
 #include <utility>
 
 #include <algorithm>
@@ -116,6 +117,7 @@ bool wlm_service::load_all() {
     std::lock_guard l(mu_);
     nodes_.clear();
     owners_.clear();
+    owned_.clear();
     drains_.clear();
     routes_.clear();
     policy_override_.reset();
@@ -135,7 +137,7 @@ bool wlm_service::load_all() {
     for (const auto& kv : *owners) {
         if (auto o = decode_owner(kv.value)) {
             o->version = kv.version;
-            owners_[kv.key.substr(owners_prefix.size())] = std::move(*o);
+            set_owner_locked(kv.key.substr(owners_prefix.size()), std::move(*o));
         }
     }
     revision_ = *rev;
@@ -154,10 +156,10 @@ void wlm_service::apply(const change& c) {
     } else if (key.rfind(owners_prefix, 0) == 0) {
         const std::string q = key.substr(owners_prefix.size());
         if (c.kind == change::erase) {
-            owners_.erase(q);
+            erase_owner_locked(q);
         } else if (auto o = decode_owner(c.kv.value)) {
             o->version = c.kv.version;
-            owners_[q] = std::move(*o);
+            set_owner_locked(q, std::move(*o));
         }
     } else if (key.rfind(drain_prefix, 0) == 0) {
         const std::string id = key.substr(drain_prefix.size());
@@ -242,7 +244,20 @@ wlm_options::serve_mode wlm_service::mode_locked(std::string_view queue) const {
 }
 
 std::vector<node_load> wlm_service::candidates_locked() const {
-    return placement_loads(nodes_, owners_, drains_);
+    return loads_from_tally(nodes_, owned_, drains_);
+}
+
+void wlm_service::set_owner_locked(const std::string& queue, owner_record rec) {
+    erase_owner_locked(queue);
+    ++owned_[holder(rec)];
+    owners_[queue] = std::move(rec);
+}
+
+void wlm_service::erase_owner_locked(const std::string& queue) {
+    auto it = owners_.find(queue);
+    if (it == owners_.end()) return;
+    if (auto t = owned_.find(holder(it->second)); t != owned_.end() && --t->second == 0) owned_.erase(t);
+    owners_.erase(it);
 }
 
 plugins::resolution wlm_service::answer_locked(const std::string& queue) const {
@@ -348,7 +363,7 @@ std::optional<store_error> wlm_service::assign(const std::string& queue) {
             if (auto o = decode_owner((*cur)->value)) {
                 o->version = (*cur)->version;
                 std::lock_guard l(mu_);
-                owners_[queue] = std::move(*o);
+                set_owner_locked(queue, std::move(*o));
             }
             return std::nullopt;
         }
@@ -359,11 +374,7 @@ std::optional<store_error> wlm_service::assign(const std::string& queue) {
         owner_record rec;
         {
             std::lock_guard l(mu_);
-            for (const auto& kv : *live) {
-                const std::string id = kv.key.substr(nodes_prefix.size());
-                if (!nodes_.count(id))
-                    if (auto n = decode_node(id, kv.value)) nodes_[id] = std::move(*n);
-            }
+            learn_nodes_locked(*live);
             auto d = place(queue, node_.node_id, candidates_locked(), rules_locked(), policy_locked(),
                            weights_locked(), placement_);
             if (!d) {
@@ -379,12 +390,70 @@ std::optional<store_error> wlm_service::assign(const std::string& queue) {
             spdlog::info("{}: wlm: queue '{}' -> {} ({})", node_.node_id, queue, rec.node, rec.reason);
             rec.version = *put;
             std::lock_guard l(mu_);
-            owners_[queue] = std::move(rec);
+            set_owner_locked(queue, std::move(rec));
             return std::nullopt;
         }
         if (put.error().code != store_errc::conflict) return put.error();
     }
     return std::nullopt;
+}
+
+void wlm_service::learn_nodes_locked(const std::vector<key_value>& live) {
+    for (const auto& kv : live) {
+        const std::string id = kv.key.substr(nodes_prefix.size());
+        if (!nodes_.count(id))
+            if (auto n = decode_node(id, kv.value)) nodes_[id] = std::move(*n);
+    }
+}
+
+// First uses in one go: place every queue of the batch that the cache does
+// not know, and write their owner records with one create_many (one SQLite
+// transaction: a burst of thousands of new queues was bound by one sync per
+// queue). What this leaves unknown (the store had it already, or failed)
+// serve() does one by one, as before: assign() reads it, or says why not.
+void wlm_service::place_new(const std::deque<request>& work) {
+    std::vector<std::string> fresh;
+    {
+        std::lock_guard l(mu_);
+        std::unordered_set<std::string> seen;
+        for (const auto& r : work)
+            if (r.forwarded_from.empty() && !owners_.count(r.queue) && seen.insert(r.queue).second)
+                fresh.push_back(r.queue);
+    }
+    if (fresh.size() < 2) return;
+    auto live = store_->list(nodes_prefix); // the change feed may lag the store, as in assign()
+    if (!live) return;
+    std::vector<metadata_store::new_key> writes;
+    std::vector<std::pair<std::string, owner_record>> recs;
+    {
+        std::lock_guard l(mu_);
+        learn_nodes_locked(*live);
+        auto loads = candidates_locked();
+        const auto rules = rules_locked();
+        for (const auto& queue : fresh) {
+            auto d = place(queue, node_.node_id, loads, rules, policy_locked(), weights_locked(), placement_);
+            if (!d) continue;
+            for (auto& n : loads) // the next decision sees this one, as the cache would
+                if (n.node_id == d->node) ++n.queues;
+            owner_record rec;
+            rec.node = d->node;
+            rec.epoch = 1;
+            rec.reason = d->reason;
+            writes.emplace_back(owner_key(queue), encode(rec));
+            recs.emplace_back(queue, std::move(rec));
+        }
+    }
+    if (writes.empty()) return;
+    auto put = store_->create_many(writes);
+    if (!put) return;
+    std::lock_guard l(mu_);
+    for (size_t i = 0; i < recs.size(); ++i) {
+        if (!(*put)[i]) continue; // placed elsewhere meanwhile: assign() reads it
+        auto& [queue, rec] = recs[i];
+        rec.version = *(*put)[i];
+        spdlog::info("{}: wlm: queue '{}' -> {} ({})", node_.node_id, queue, rec.node, rec.reason);
+        set_owner_locked(queue, std::move(rec));
+    }
 }
 
 // One attach (or anonymous-relay first use) the cache could not answer.
@@ -471,6 +540,7 @@ void wlm_service::run() {
         if (std::exchange(woken_, false)) next_reconcile_ = clock::now();
         l.unlock();
         poll_changes();
+        place_new(work);
         for (auto& r : work) serve(r);
         answer_parked(false);
         const auto now = clock::now();

@@ -122,6 +122,10 @@ class wlm_service final : public plugins::plugin, public plugins::address_resolv
     plugins::resolution answer_locked(const std::string& queue) const;
     std::optional<plugins::resolution> node_local_answer(std::string_view address) const;
     std::vector<node_load> candidates_locked() const;
+    void set_owner_locked(const std::string& queue, owner_record rec);
+    void learn_nodes_locked(const std::vector<key_value>& live);
+    void place_new(const std::deque<request>& work);
+    void erase_owner_locked(const std::string& queue);
     // Management's CREATE: who should own a new queue (see owner_entities::placer).
     result<std::pair<std::string, std::string>, error> decide_owner(const std::string& queue, const std::string& node);
     bool draining_locked() const;
@@ -170,7 +174,11 @@ class wlm_service final : public plugins::plugin, public plugins::address_resolv
 
     mutable std::mutex mu_;                   // the caches and the request queues
     std::condition_variable cv_;
+    // Owner records by queue, and how many each node holds (cluster_admin.hpp
+    // holder()): kept in step by set_owner_locked/erase_owner_locked, so that
+    // a placement does not count every queue of the cluster again.
     std::unordered_map<std::string, owner_record> owners_;
+    std::unordered_map<std::string, uint64_t> owned_;
     std::map<std::string, node_record> nodes_;
     std::set<std::string> drains_;
     std::map<std::string, route_record> routes_;   // by pattern

@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace wharf::wlm {
@@ -60,6 +61,24 @@ class metadata_store {
     // another writer got there first. `lease` != 0 ties the key to a lease.
     virtual result<uint64_t, store_error> compare_and_set(std::string_view key, uint64_t expected,
                                                           std::string_view value, lease_id lease = 0) = 0;
+    // Creates each key of `kvs` (key, value) that does not exist yet, with no
+    // lease. Per key, in order: its new version, or nullopt if it already
+    // existed (it is left as it was). The default is one compare_and_set
+    // each; a backend that can writes them all at once (SQLite: one
+    // transaction, one sync). On an error some may have been written: read
+    // them to know.
+    using new_key = std::pair<std::string, std::string>;
+    virtual result<std::vector<std::optional<uint64_t>>, store_error> create_many(const std::vector<new_key>& kvs) {
+        std::vector<std::optional<uint64_t>> out;
+        out.reserve(kvs.size());
+        for (const auto& [key, value] : kvs) {
+            auto put = compare_and_set(key, 0, value);
+            if (put) out.emplace_back(*put);
+            else if (put.error().code == store_errc::conflict) out.emplace_back(std::nullopt);
+            else return fail(put.error());
+        }
+        return out;
+    }
     // Deletes the key if its version is `expected`; conflict otherwise.
     virtual result<bool, store_error> compare_and_delete(std::string_view key, uint64_t expected) = 0;
 

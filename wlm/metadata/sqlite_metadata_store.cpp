@@ -420,6 +420,37 @@ result<uint64_t, store_error> sqlite_metadata_store::compare_and_set(std::string
     });
 }
 
+// All in one write transaction: a burst of new queues costs one sync, not one each.
+result<std::vector<std::optional<uint64_t>>, store_error>
+sqlite_metadata_store::create_many(const std::vector<new_key>& kvs) {
+    using R = result<std::vector<std::optional<uint64_t>>, store_error>;
+    const std::string op = "create_many (" + std::to_string(kvs.size()) + " keys)";
+    for (const auto& kv : kvs)
+        if (!valid_key(kv.first))
+            return impl_->error(store_errc::invalid, op, "key " + quoted(kv.first) + " is empty or contains a NUL byte");
+    return impl_->guarded(op, [&]() -> R {
+        return impl_->write([&](int64_t now) -> R {
+            std::vector<std::optional<uint64_t>> out;
+            out.reserve(kvs.size());
+            for (const auto& [key, value] : kvs) {
+                if (impl_->get(key)) {
+                    out.emplace_back(std::nullopt);
+                    continue;
+                }
+                const uint64_t rev = impl_->record(kind_put, key, value, 0, now);
+                sqlite_query(impl_->st->kv_put)
+                    .bind_text(1, key)
+                    .bind_blob(2, value)
+                    .bind(3, static_cast<int64_t>(rev))
+                    .bind(4, lease_id{0})
+                    .run();
+                out.emplace_back(rev);
+            }
+            return out;
+        });
+    });
+}
+
 result<bool, store_error> sqlite_metadata_store::compare_and_delete(std::string_view key, uint64_t expected) {
     using R = result<bool, store_error>;
     const std::string op = "compare_and_delete " + quoted(key);

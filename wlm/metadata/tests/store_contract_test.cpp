@@ -325,6 +325,33 @@ TEST_P(metadata_store_contract, reopening_keeps_state) {
     s->revoke_lease(lease);
 }
 
+TEST_P(metadata_store_contract, create_many_creates_the_absent_keys_and_leaves_the_others) {
+    auto s = open_any();
+    auto before = s->compare_and_set("owner/b", 0, "n9");
+    ASSERT_TRUE(before) << before.error().description;
+    const uint64_t start = *s->revision();
+    auto made = s->create_many({{"owner/a", "n1"}, {"owner/b", "n2"}, {"owner/c", "n3"}});
+    ASSERT_TRUE(made) << made.error().description;
+    ASSERT_EQ(made->size(), 3u);
+    ASSERT_TRUE((*made)[0] && (*made)[2]);
+    EXPECT_FALSE((*made)[1]); // it existed: left as it was
+    EXPECT_GT(*(*made)[0], start);
+    EXPECT_GT(*(*made)[2], *(*made)[0]);
+    EXPECT_EQ((*s->get("owner/a"))->value, "n1");
+    EXPECT_EQ((*s->get("owner/a"))->version, *(*made)[0]);
+    EXPECT_EQ((*s->get("owner/b"))->value, "n9");
+    EXPECT_EQ((*s->get("owner/b"))->version, *before);
+    EXPECT_EQ((*s->get("owner/c"))->value, "n3");
+    // Other nodes learn of them as of any write: through the change feed.
+    std::vector<std::string> keys;
+    for (const auto& c : changes(*s, "owner/", start, 2)) keys.push_back(c.kv.key);
+    EXPECT_EQ(keys, (std::vector<std::string>{"owner/a", "owner/c"}));
+
+    auto bad = s->create_many({{"", "x"}});
+    ASSERT_FALSE(bad);
+    EXPECT_EQ(bad.error().code, store_errc::invalid);
+}
+
 INSTANTIATE_TEST_SUITE_P(backends, metadata_store_contract, ::testing::Values(backend::sqlite, backend::etcd),
                          backend_name);
 
