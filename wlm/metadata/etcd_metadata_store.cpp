@@ -197,6 +197,52 @@ result<uint64_t, store_error> etcd_metadata_store::compare_and_set(std::string_v
     return static_cast<uint64_t>(int_field(r->value("header", json::object()), "revision"));
 }
 
+// One txn per chunk of keys: if every key is still absent all are put, at
+// one revision; if not, the txn reads them instead, and the absent ones are
+// tried again without those that exist.
+result<std::vector<std::optional<uint64_t>>, store_error>
+etcd_metadata_store::create_many(const std::vector<new_key>& kvs) {
+    const std::string op = "create_many (" + std::to_string(kvs.size()) + " keys)";
+    for (const auto& kv : kvs)
+        if (!valid_key(kv.first))
+            return impl_->error(store_errc::invalid, op, "key " + in_quotes(kv.first) + " is empty or contains a NUL byte");
+    constexpr size_t chunk = 64; // etcd takes at most 128 operations in a txn by default (--max-txn-ops)
+    std::vector<std::optional<uint64_t>> out(kvs.size());
+    for (size_t begin = 0; begin < kvs.size(); begin += chunk) {
+        std::vector<size_t> todo;
+        for (size_t i = begin; i < std::min(kvs.size(), begin + chunk); ++i) todo.push_back(i);
+        while (!todo.empty()) {
+            json compare = json::array(), success = json::array(), failure = json::array();
+            for (size_t i : todo) {
+                const std::string key = impl_->b64(kvs[i].first);
+                compare.push_back({{"key", key}, {"result", "EQUAL"}, {"target", "CREATE"}, {"create_revision", "0"}});
+                success.push_back({{"request_put", {{"key", key}, {"value", base64_encode(kvs[i].second)}}}});
+                failure.push_back({{"request_range", {{"key", key}, {"count_only", true}}}});
+            }
+            auto r = impl_->call(op, "/v3/kv/txn",
+                                 json{{"compare", std::move(compare)}, {"success", std::move(success)},
+                                      {"failure", std::move(failure)}});
+            if (!r) return fail(r.error());
+            if (detail::bool_field(*r, "succeeded")) {
+                const auto rev = static_cast<uint64_t>(int_field(r->value("header", json::object()), "revision"));
+                for (size_t i : todo) out[i] = rev;
+                break;
+            }
+            const json responses = r->value("responses", json::array());
+            std::vector<size_t> absent;
+            for (size_t n = 0; n < todo.size(); ++n) {
+                const json range = n < responses.size() ? responses[n].value("response_range", json::object())
+                                                        : json::object();
+                if (int_field(range, "count") == 0) absent.push_back(todo[n]);
+            }
+            if (absent.size() == todo.size()) // nothing in the way, yet refused: do not loop
+                return impl_->error(store_errc::io, op, "etcd refused the transaction, yet none of its keys exists");
+            todo = std::move(absent);
+        }
+    }
+    return out;
+}
+
 result<bool, store_error> etcd_metadata_store::compare_and_delete(std::string_view key, uint64_t expected) {
     const std::string op = "compare_and_delete " + in_quotes(key);
     if (!valid_key(key)) return impl_->error(store_errc::invalid, op, "the key is empty or contains a NUL byte");

@@ -65,6 +65,7 @@ class etcd_metadata_store final : public metadata_store {
     result<std::vector<key_value>, store_error> list(std::string_view prefix) override;
     result<uint64_t, store_error> compare_and_set(std::string_view key, uint64_t expected, std::string_view value,
                                                   lease_id lease = 0) override;
+    result<std::vector<std::optional<uint64_t>>, store_error> create_many(const std::vector<new_key>& kvs) override;
     result<bool, store_error> compare_and_delete(std::string_view key, uint64_t expected) override;
 
     result<lease_id, store_error> grant_lease(std::chrono::milliseconds ttl) override;
