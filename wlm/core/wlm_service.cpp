@@ -352,8 +352,8 @@ std::optional<plugins::resolution> wlm_service::lookup(std::string_view address)
     return std::nullopt;
 }
 
-// A first use: read the owner, or place the queue and write its owner with
-// compare-and-set (a concurrent first use elsewhere may win: then read it).
+// A first use: read the owner, or place the queue and write its owner (a
+// concurrent first use elsewhere may win: then read it).
 std::optional<store_error> wlm_service::assign(const std::string& queue) {
     const std::string key = owner_key(queue);
     for (int attempt = 0; attempt < 5; ++attempt) {
@@ -367,33 +367,9 @@ std::optional<store_error> wlm_service::assign(const std::string& queue) {
             }
             return std::nullopt;
         }
-        // The change feed may lag the store (etcd's watch delivers a little
-        // later): place among the members as the store has them now.
-        auto live = store_->list(nodes_prefix);
-        if (!live) return live.error();
-        owner_record rec;
-        {
-            std::lock_guard l(mu_);
-            learn_nodes_locked(*live);
-            auto d = place(queue, node_.node_id, candidates_locked(), rules_locked(), policy_locked(),
-                           weights_locked(), placement_);
-            if (!d) {
-                spdlog::warn("{}: wlm: cannot place queue '{}': {}", node_.node_id, queue, d.error());
-                return std::nullopt;
-            }
-            rec.node = d->node;
-            rec.epoch = 1;
-            rec.reason = d->reason;
-        }
-        auto put = store_->compare_and_set(key, 0, encode(rec));
-        if (put) {
-            spdlog::info("{}: wlm: queue '{}' -> {} ({})", node_.node_id, queue, rec.node, rec.reason);
-            rec.version = *put;
-            std::lock_guard l(mu_);
-            set_owner_locked(queue, std::move(rec));
-            return std::nullopt;
-        }
-        if (put.error().code != store_errc::conflict) return put.error();
+        auto taken = place_and_write({queue});
+        if (!taken) return taken.error();
+        if (*taken == 0) return std::nullopt; // placed, or no node can take it (logged)
     }
     return std::nullopt;
 }
@@ -406,23 +382,16 @@ void wlm_service::learn_nodes_locked(const std::vector<key_value>& live) {
     }
 }
 
-// First uses in one go: place every queue of the batch that the cache does
-// not know, and write their owner records with one create_many (one SQLite
-// transaction: a burst of thousands of new queues was bound by one sync per
-// queue). What this leaves unknown (the store had it already, or failed)
-// serve() does one by one, as before: assign() reads it, or says why not.
-void wlm_service::place_new(const std::deque<request>& work) {
-    std::vector<std::string> fresh;
-    {
-        std::lock_guard l(mu_);
-        std::unordered_set<std::string> seen;
-        for (const auto& r : work)
-            if (r.forwarded_from.empty() && !owners_.count(r.queue) && seen.insert(r.queue).second)
-                fresh.push_back(r.queue);
-    }
-    if (fresh.size() < 2) return;
-    auto live = store_->list(nodes_prefix); // the change feed may lag the store, as in assign()
-    if (!live) return;
+// Places `queues` (each decision counting the ones before it, as the cache
+// would) and writes their owner records with one create_many: one SQLite
+// transaction, so a burst of thousands of new queues is not bound by one
+// sync per queue. Returns how many another node had placed meanwhile (left
+// to be read).
+result<size_t, store_error> wlm_service::place_and_write(const std::vector<std::string>& queues) {
+    // The change feed may lag the store (etcd's watch delivers a little
+    // later): place among the members as the store has them now.
+    auto live = store_->list(nodes_prefix);
+    if (!live) return fail(live.error());
     std::vector<metadata_store::new_key> writes;
     std::vector<std::pair<std::string, owner_record>> recs;
     {
@@ -430,10 +399,13 @@ void wlm_service::place_new(const std::deque<request>& work) {
         learn_nodes_locked(*live);
         auto loads = candidates_locked();
         const auto rules = rules_locked();
-        for (const auto& queue : fresh) {
+        for (const auto& queue : queues) {
             auto d = place(queue, node_.node_id, loads, rules, policy_locked(), weights_locked(), placement_);
-            if (!d) continue;
-            for (auto& n : loads) // the next decision sees this one, as the cache would
+            if (!d) {
+                spdlog::warn("{}: wlm: cannot place queue '{}': {}", node_.node_id, queue, d.error());
+                continue;
+            }
+            for (auto& n : loads)
                 if (n.node_id == d->node) ++n.queues;
             owner_record rec;
             rec.node = d->node;
@@ -443,17 +415,37 @@ void wlm_service::place_new(const std::deque<request>& work) {
             recs.emplace_back(queue, std::move(rec));
         }
     }
-    if (writes.empty()) return;
+    if (writes.empty()) return size_t{0};
     auto put = store_->create_many(writes);
-    if (!put) return;
+    if (!put) return fail(put.error());
+    size_t taken = 0;
     std::lock_guard l(mu_);
     for (size_t i = 0; i < recs.size(); ++i) {
-        if (!(*put)[i]) continue; // placed elsewhere meanwhile: assign() reads it
+        if (!(*put)[i]) {
+            ++taken;
+            continue;
+        }
         auto& [queue, rec] = recs[i];
         rec.version = *(*put)[i];
         spdlog::info("{}: wlm: queue '{}' -> {} ({})", node_.node_id, queue, rec.node, rec.reason);
         set_owner_locked(queue, std::move(rec));
     }
+    return taken;
+}
+
+// First uses in one go: every queue of the batch that the cache does not
+// know. What this leaves unknown (the store had it, or failed) serve() does
+// one by one: assign() reads it, or says why not.
+void wlm_service::place_new(const std::deque<request>& work) {
+    std::vector<std::string> fresh;
+    {
+        std::lock_guard l(mu_);
+        std::unordered_set<std::string> seen;
+        for (const auto& r : work)
+            if (r.forwarded_from.empty() && !owners_.count(r.queue) && seen.insert(r.queue).second)
+                fresh.push_back(r.queue);
+    }
+    if (!fresh.empty()) (void)place_and_write(fresh);
 }
 
 // One attach (or anonymous-relay first use) the cache could not answer.

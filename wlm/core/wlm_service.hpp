@@ -125,6 +125,7 @@ class wlm_service final : public plugins::plugin, public plugins::address_resolv
     void set_owner_locked(const std::string& queue, owner_record rec);
     void learn_nodes_locked(const std::vector<key_value>& live);
     void place_new(const std::deque<request>& work);
+    result<size_t, store_error> place_and_write(const std::vector<std::string>& queues);
     void erase_owner_locked(const std::string& queue);
     // Management's CREATE: who should own a new queue (see owner_entities::placer).
     result<std::pair<std::string, std::string>, error> decide_owner(const std::string& queue, const std::string& node);
