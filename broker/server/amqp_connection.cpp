@@ -141,14 +141,15 @@ void amqp_connection::handle_event(pn_event_t* e) {
     case PN_SESSION_REMOTE_CLOSE: {
         // Ending a session detaches its links (AMQP 1.0 §2.7.7): release what
         // their consumers held, as on any detach.
+        // Then free the session and its links, as on_link_close frees a link.
         pn_session_t* ssn = pn_event_session(e);
         for (pn_link_t* l = pn_link_head(conn_, 0); l != nullptr; l = pn_link_next(l, 0)) {
             if (pn_link_session(l) != ssn) continue;
-            link_ctx* lc = ctx_of(l);
-            if (lc != nullptr && !lc->closed) detach_link(*lc);
             if (!(pn_link_state(l) & PN_LOCAL_CLOSED)) pn_link_close(l);
+            forget_link(l);
         }
         pn_session_close(ssn);
+        pn_session_free(ssn);
         break;
     }
     case PN_LINK_REMOTE_OPEN:
@@ -164,7 +165,7 @@ void amqp_connection::handle_event(pn_event_t* e) {
         on_link_flow(pn_event_link(e));
         break;
     case PN_LINK_FINAL:
-        on_link_final(pn_event_link(e));
+        forget_link(pn_event_link(e));
         break;
     case PN_DELIVERY: {
         pn_delivery_t* d = pn_event_delivery(e);

@@ -159,7 +159,7 @@ class amqp_connection final : public connection_base {
                          bool presettled);
     bool handle_anonymous(relay::message& m);
     void end_anon_twins(link_ctx& lc);
-    void on_link_final(pn_link_t* l);
+    void forget_link(pn_link_t* l);
     void on_incoming(link_ctx& lc, pn_delivery_t* d);
     void on_management_request(link_ctx& lc, pn_delivery_t* d);
     void on_disposition(link_ctx& lc, pn_delivery_t* d);

@@ -238,9 +238,17 @@ void amqp_connection::on_link_close(pn_link_t* l, bool closed) {
     if (lc != nullptr && !lc->closed) detach_link(*lc);
     if (closed) pn_link_close(l);
     else pn_link_detach(l);
+    // Both ends have detached now (whoever began), so nothing more happens
+    // on the link: free it. Proton keeps every link of a session until it is
+    // freed, and finds an attach's link by name among all of them, so a
+    // long-lived connection with links coming and going (a peer connection
+    // above all) would otherwise grow in memory and in attach time for good.
+    forget_link(l);
+    pn_link_free(l);
 }
 
-void amqp_connection::on_link_final(pn_link_t* l) {
+// The link's state goes; later events for it find no context and are ignored.
+void amqp_connection::forget_link(pn_link_t* l) {
     link_ctx* lc = ctx_of(l);
     if (lc == nullptr) return;
     pn_link_set_context(l, nullptr);

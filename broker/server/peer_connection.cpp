@@ -77,9 +77,18 @@ void peer_connection::on_event(pn_event_t* e) {
     case PN_LINK_REMOTE_DETACH:
     case PN_LINK_FLOW: {
         pn_link_t* l = pn_event_link(e);
-        auto* t = static_cast<twin*>(pn_link_get_context(l));
-        if (t == nullptr) break;
+        void* ctx = pn_link_get_context(l);
         const auto type = pn_event_type(e);
+        const bool remote_end = type == PN_LINK_REMOTE_CLOSE || type == PN_LINK_REMOTE_DETACH;
+        if (ctx == &ended_here) {
+            if (remote_end) { // the owner answered our detach: both ends are done
+                pn_link_set_context(l, nullptr);
+                pn_link_free(l);
+            }
+            break;
+        }
+        auto* t = static_cast<twin*>(ctx);
+        if (t == nullptr) break;
         if (type == PN_LINK_REMOTE_OPEN) on_remote_open(*t);
         else if (type == PN_LINK_FLOW) on_flow(*t);
         else on_remote_close(*t, type == PN_LINK_REMOTE_CLOSE);
@@ -87,8 +96,8 @@ void peer_connection::on_event(pn_event_t* e) {
     }
     case PN_DELIVERY: {
         pn_delivery_t* d = pn_event_delivery(e);
-        auto* t = static_cast<twin*>(pn_link_get_context(pn_delivery_link(d)));
-        if (t != nullptr) on_delivery(*t, d);
+        void* ctx = pn_link_get_context(pn_delivery_link(d));
+        if (ctx != nullptr && ctx != &ended_here) on_delivery(*static_cast<twin*>(ctx), d);
         break;
     }
     case PN_TRANSPORT_CLOSED: {
@@ -163,7 +172,7 @@ void peer_connection::handle(relay::message& m) {
         break;
     case kind::detach:
         if (m.cond()) relay::apply(*m.cond(), pn_link_condition(l));
-        pn_link_set_context(l, nullptr);
+        pn_link_set_context(l, &ended_here); // freed when the owner answers
         if (m.closed) pn_link_close(l);
         else pn_link_detach(l);
         twins_.erase(m.relay);
@@ -214,6 +223,7 @@ void peer_connection::on_remote_close(twin& t, bool closed) {
     pn_link_set_context(l, nullptr);
     if (closed) pn_link_close(l);
     else pn_link_detach(l);
+    pn_link_free(l); // both ends are done (see amqp_connection::on_link_close)
     twins_.erase(t.relay); // t is gone
 }
 

@@ -64,6 +64,10 @@ class peer_connection final : public connection_base {
     void end_all(const std::string& why);
     twin* find(uint64_t relay);
 
+    // The context of a twin link this side detached: it is freed when the
+    // owner's detach comes back (Proton keeps a link until it is freed).
+    static inline char ended_here = 0;
+
     pn_connection_t* conn_;
     const std::string peer_node_;
     relay_hub& hub_;

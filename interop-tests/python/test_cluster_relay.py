@@ -9,6 +9,7 @@ from proton.reactor import Container
 from proton.utils import ConnectionClosed, LinkDetached, SendException
 
 from cluster_util import Cluster, connect
+from link_churn import growth_kb
 from mgmt_client import Mgmt
 
 # n2 owns every queue; clients connect to n1.
@@ -58,6 +59,23 @@ def test_management_lists_relayed_links_as_relayed(cluster):
         assert len({l["name"] for l in links}) == 4, links
     finally:
         mgmt.close()
+        conn.close()
+
+
+def test_relayed_links_that_come_and_go_leave_no_memory_behind(cluster):
+    # The client's connection at n1, n1's connection to n2 and n2's side of
+    # it all live on while the links come and go: none may keep them.
+    n1, n2 = cluster.nodes
+    conn = connect(n1)
+    try:
+        grown = growth_kb(conn, "churned-relayed", [n1.pid, n2.pid])
+        assert max(grown) < 4096, "n1 and n2 grew %s KiB over 2,000 relayed links that came and went" % grown
+        snd = conn.create_sender("churned-relayed")
+        snd.send(Message(body="still relayed"))
+        rcv = conn.create_receiver("churned-relayed", credit=1)
+        assert rcv.receive(timeout=10).body == "still relayed"
+        rcv.accept()
+    finally:
         conn.close()
 
 

@@ -5,6 +5,7 @@ import pytest
 from proton import Message, symbol
 from proton.utils import BlockingConnection, LinkDetached
 
+from link_churn import growth_kb
 from raw_client import round_trip
 
 
@@ -131,5 +132,22 @@ def test_request_reply_through_dynamic_queue(wharfd):
         anon.send(Message(address=req.reply_to, body="pong"))
         assert replies.receive(timeout=10).body == "pong"
         replies.accept()
+    finally:
+        conn.close()
+
+
+def test_links_and_sessions_that_come_and_go_leave_no_memory_behind(wharfd):
+    # Each attach used to leave its link's state behind until the connection
+    # closed (about 6 KB a link), so a long-lived client that opens a link
+    # per request grew the node for good.
+    conn = BlockingConnection(wharfd.url)
+    try:
+        conn.create_sender("churn-kept").send(Message(body="kept"))
+        [grown] = growth_kb(conn, "churned", [wharfd.pid])
+        assert grown < 4096, "the node grew %d KiB over 2,000 links that came and went" % grown
+        # The connection and what it held are as they were.
+        rcv = conn.create_receiver("churn-kept", credit=1)
+        assert rcv.receive(timeout=10).body == "kept"
+        rcv.accept()
     finally:
         conn.close()
