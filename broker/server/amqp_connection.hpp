@@ -17,6 +17,7 @@
 #include "broker/engine/queue_engine.hpp"
 #include "broker/server/connection_base.hpp"
 #include "broker/server/connection_outbox.hpp"
+#include "broker/server/relay_batch.hpp"
 #include "broker/server/relay_hub.hpp"
 #include "broker/server/relay_protocol.hpp"
 
@@ -107,7 +108,21 @@ class amqp_connection final : public connection_base {
         bool blocked = false;
         bool oversize = false;
         std::string partial;          // a multi-frame delivery in progress
-        std::deque<pn_delivery_t*> awaiting; // sent to the engine; nullptr if pre-settled
+        struct awaited {
+            pn_delivery_t* d;         // nullptr if pre-settled
+            uint32_t index;           // the message's place in its batch (0: not a batch)
+        };
+        std::deque<awaited> awaiting; // sent to the engine, in order
+        // A peer's relay sending batches (see relay_batch.hpp): the most
+        // messages in one delivery (0: one each), and what each unsettled
+        // batch still waits for.
+        uint32_t batch = 0;
+        uint64_t batch_extra = 0;     // messages received beyond one a delivery: credit Proton did not count
+        struct batch_outcome {
+            uint32_t left = 0;        // messages without an outcome yet
+            std::vector<relay::failure> failures;
+        };
+        std::unordered_map<pn_delivery_t*, batch_outcome> batches;
         std::vector<engine::incoming_message> to_publish;
         // consumer side
         uint64_t sent = 0;
@@ -161,6 +176,13 @@ class amqp_connection final : public connection_base {
     void end_anon_twins(link_ctx& lc);
     void forget_link(pn_link_t* l);
     void on_incoming(link_ctx& lc, pn_delivery_t* d);
+    // The checks a whole message gets and its fields for the engine; the
+    // error to refuse it with if it fails them. `to`: its properties.to.
+    std::optional<error> admit(engine::message_ref body, bool too_big, bool presettled, engine::incoming_message& m,
+                               std::optional<std::string>* to = nullptr);
+    // batch_links.cpp: a peer's relay sending batches.
+    void on_batch(link_ctx& lc, pn_delivery_t* d);
+    void outcome_in_batch(link_ctx& lc, pn_delivery_t* d, uint32_t index, const error* failed);
     void on_management_request(link_ctx& lc, pn_delivery_t* d);
     void on_disposition(link_ctx& lc, pn_delivery_t* d);
     void on_transport_closed();

@@ -182,6 +182,12 @@ void amqp_connection::handle(engine::ev_attached& ev) {
     }
     if (lc->consumer && pn_terminus_is_dynamic(pn_link_source(l)))
         pn_terminus_set_address(pn_link_source(l), ev.address.c_str());
+    // A peer's relay offering batches, to a queue here: take them.
+    if (!lc->consumer && !lc->anonymous)
+        if (const uint32_t n = relay::batch_size(l); n != 0) {
+            lc->batch = std::min(n, relay::max_batch);
+            relay::offer_batch(l, lc->batch);
+        }
     pn_link_open(l);
     lc->attached = true;
     if (!lc->consumer) {
@@ -194,11 +200,13 @@ void amqp_connection::top_up_credit(link_ctx& lc) {
     if (lc.blocked || lc.closed || !lc.attached || lc.link == nullptr) return;
     // The link's window: credit-window, or its share of the node's producer
     // budget once many producers are open (see credit_budget).
-    const int credit = pn_link_credit(lc.link);
-    const int window = static_cast<int>(settings_.producers != nullptr
-                                            ? settings_.producers->window(settings_.credit_window)
-                                            : settings_.credit_window);
-    if (credit <= window / 2) pn_link_flow(lc.link, window - credit);
+    // In messages: a batch spends a credit for each of its messages (see
+    // relay_batch.hpp), though Proton counts it as one delivery.
+    const int64_t credit = int64_t{pn_link_credit(lc.link)} - static_cast<int64_t>(lc.batch_extra);
+    const auto window = static_cast<int64_t>(settings_.producers != nullptr
+                                                 ? settings_.producers->window(settings_.credit_window)
+                                                 : settings_.credit_window);
+    if (credit <= window / 2) pn_link_flow(lc.link, static_cast<int>(window - credit));
 }
 
 void amqp_connection::on_link_flow(pn_link_t* l) {
@@ -229,6 +237,7 @@ void amqp_connection::detach_link(link_ctx& lc) {
     commands_.push_back(std::move(c));
     mark_closed(lc);
     lc.awaiting.clear();
+    lc.batches.clear();
     lc.producer_share.release();
 }
 
@@ -285,6 +294,7 @@ void amqp_connection::on_management_request(link_ctx& lc, pn_delivery_t* d) {
 
 void amqp_connection::on_incoming(link_ctx& lc, pn_delivery_t* d) {
     if (lc.management) return on_management_request(lc, d);
+    if (lc.batch != 0) return on_batch(lc, d);
     pn_link_t* l = lc.link;
     if (l == nullptr || !pn_delivery_readable(d)) return;
     if (pn_delivery_aborted(d)) {
@@ -331,23 +341,35 @@ void amqp_connection::on_incoming(link_ctx& lc, pn_delivery_t* d) {
     const bool presettled = pn_delivery_settled(d);
     const bool too_big = lc.oversize || (max != 0 && total > max);
     lc.oversize = false;
-    if (too_big) {
-        if (presettled) pn_delivery_settle(d);
-        else
-            reject_now(d, errc::message_size_exceeded,
-                       "message is larger than this link's max-message-size of " +
-                           std::to_string(max) + " bytes");
-        top_up_credit(lc);
-        return;
-    }
-    auto info = amqp::scan_message(body.bytes());
-    if (!info) {
-        if (presettled) pn_delivery_settle(d);
-        else reject_now(d, errc::decode_error, "message is not valid AMQP: " + info.error().description);
-        top_up_credit(lc);
-        return;
-    }
     engine::incoming_message m;
+    std::optional<std::string> to;
+    if (auto err = admit(std::move(body), too_big, presettled, m, &to)) {
+        if (presettled) pn_delivery_settle(d);
+        else reject_now(d, err->code, err->description);
+        top_up_credit(lc);
+        return;
+    }
+    if (lc.anonymous && to) {
+        m.to = std::move(*to);
+        if (presettled) pn_delivery_settle(d);
+        dispatch_anonymous(lc, presettled ? nullptr : d, std::move(m), true);
+        top_up_credit(lc);
+        return;
+    }
+    mark_dirty(lc);
+    lc.to_publish.push_back(std::move(m));
+    if (presettled) pn_delivery_settle(d);
+    lc.awaiting.push_back({presettled ? nullptr : d, 0});
+    top_up_credit(lc);
+}
+
+std::optional<error> amqp_connection::admit(engine::message_ref body, bool too_big, bool presettled,
+                                            engine::incoming_message& m, std::optional<std::string>* to) {
+    if (too_big)
+        return error{errc::message_size_exceeded, "message is larger than this link's max-message-size of " +
+                                                      std::to_string(settings_.max_message_size) + " bytes"};
+    auto info = amqp::scan_message(body.bytes());
+    if (!info) return error{errc::decode_error, "message is not valid AMQP: " + info.error().description};
     m.body = std::move(body);
     m.delivery_count = info->header.delivery_count;
     m.settled = presettled;
@@ -356,22 +378,8 @@ void amqp_connection::on_incoming(link_ctx& lc, pn_delivery_t* d) {
     if (info->absolute_expiry_ms && *info->absolute_expiry_ms > 0 &&
         (m.expiry_ms == 0 || *info->absolute_expiry_ms < m.expiry_ms))
         m.expiry_ms = *info->absolute_expiry_ms;
-    if (lc.anonymous && info->to) {
-        m.to = std::move(*info->to);
-        if (presettled) pn_delivery_settle(d);
-        dispatch_anonymous(lc, presettled ? nullptr : d, std::move(m), true);
-        top_up_credit(lc);
-        return;
-    }
-    mark_dirty(lc);
-    lc.to_publish.push_back(std::move(m));
-    if (presettled) {
-        pn_delivery_settle(d);
-        lc.awaiting.push_back(nullptr);
-    } else {
-        lc.awaiting.push_back(d);
-    }
-    top_up_credit(lc);
+    if (to != nullptr) *to = std::move(info->to);
+    return std::nullopt;
 }
 
 // In a cluster, an anonymous-relay message goes into a local queue only if
@@ -449,7 +457,7 @@ void amqp_connection::dispatch_anonymous(link_ctx& lc, pn_delivery_t* d, engine:
     case anon_route::local:
         mark_dirty(lc);
         lc.to_publish.push_back(std::move(m));
-        lc.awaiting.push_back(d);
+        lc.awaiting.push_back({d, 0});
         return;
     }
 }
@@ -459,16 +467,15 @@ void amqp_connection::handle(engine::ev_published& ev) {
     if (lc == nullptr || lc->closed) return;
     size_t next_failure = 0;
     for (uint32_t i = 0; i < ev.count && !lc->awaiting.empty(); ++i) {
-        pn_delivery_t* d = lc->awaiting.front();
+        const auto [d, index] = lc->awaiting.front();
         lc->awaiting.pop_front();
         const bool failed = next_failure < ev.failures.size() && ev.failures[next_failure].index == i;
-        if (d == nullptr) {
-            if (failed) ++next_failure;
-            continue;
-        }
-        if (failed) {
-            const error& err = ev.failures[next_failure++].err;
-            reject_now(d, err.code, err.description);
+        const error* err = failed ? &ev.failures[next_failure++].err : nullptr;
+        if (d == nullptr) continue;
+        if (lc->batch != 0) {
+            outcome_in_batch(*lc, d, index, err);
+        } else if (err != nullptr) {
+            reject_now(d, err->code, err->description);
         } else {
             pn_delivery_update(d, PN_ACCEPTED);
             pn_delivery_settle(d);

@@ -1,9 +1,11 @@
 #include "broker/server/peer_connection.hpp"
 
 #include "broker/server/pn_util.hpp"
+#include "broker/server/relay_batch.hpp"
 #include "broker/server/relay_hub.hpp"
 
 #include <proton/delivery.h>
+#include <proton/disposition.h>
 #include <proton/transport.h>
 #include <spdlog/spdlog.h>
 
@@ -30,8 +32,6 @@ peer_connection::peer_connection(pn_connection_t* c, const std::string& own_node
     const std::string container = "wharf-" + own_node + "-relay";
     pn_connection_set_container(c, container.c_str());
     pn_connection_open(c);
-    session_ = pn_session(c);
-    pn_session_open(session_);
 }
 
 peer_connection::~peer_connection() { inbox_->close(); }
@@ -83,7 +83,7 @@ void peer_connection::on_event(pn_event_t* e) {
         if (ctx == &ended_here) {
             if (remote_end) { // the owner answered our detach: both ends are done
                 pn_link_set_context(l, nullptr);
-                pn_link_free(l);
+                free_link(l);
             }
             break;
         }
@@ -126,6 +126,12 @@ void peer_connection::end_batch() {
             inbox_->take(msgs_);
             for (auto& m : msgs_) handle(m);
             msgs_.clear();
+            for (uint64_t id : to_send_)
+                if (twin* t = find(id)) {
+                    t->queued = false;
+                    send_batches(*t);
+                }
+            to_send_.clear();
         }
     }
     out_.flush();
@@ -164,6 +170,12 @@ void peer_connection::handle(relay::message& m) {
         break;
     }
     case kind::transfer:
+        if (t->batch != 0) { // sent at the batch's end, with the others
+            t->pending.push_back(std::move(m));
+            if (!t->queued) to_send_.push_back(t->relay);
+            t->queued = true;
+            break;
+        }
         relay::send(l, m);
         ++t->transfers;
         break;
@@ -190,15 +202,36 @@ void peer_connection::attach(relay::message& m) {
     t->reply = a.reply;
     t->client_sends = a.client_sends;
     const std::string name = "relay-" + std::to_string(m.relay) + "-" + a.name;
-    pn_link_t* l = a.client_sends ? pn_sender(session_, name.c_str()) : pn_receiver(session_, name.c_str());
+    pn_session_t* ssn = session_for_link();
+    pn_link_t* l = a.client_sends ? pn_sender(ssn, name.c_str()) : pn_receiver(ssn, name.c_str());
     relay::apply(a.source, pn_link_source(l));
     relay::apply(a.target, pn_link_target(l));
     pn_link_set_snd_settle_mode(l, static_cast<pn_snd_settle_mode_t>(a.snd_settle_mode));
     pn_link_set_rcv_settle_mode(l, static_cast<pn_rcv_settle_mode_t>(a.rcv_settle_mode));
+    if (a.client_sends && !a.target.address.empty()) relay::offer_batch(l, relay::max_batch);
     t->link = l;
     pn_link_set_context(l, t.get());
     pn_link_open(l);
     twins_.emplace(m.relay, std::move(t));
+}
+
+pn_session_t* peer_connection::session_for_link() {
+    if (session_ == nullptr || session_links_[session_] >= links_per_session) {
+        session_ = pn_session(conn_);
+        pn_session_open(session_);
+    }
+    ++session_links_[session_];
+    return session_;
+}
+
+void peer_connection::free_link(pn_link_t* l) {
+    pn_session_t* ssn = pn_link_session(l);
+    pn_link_free(l);
+    auto it = session_links_.find(ssn);
+    if (it == session_links_.end() || --it->second > 0 || ssn == session_) return;
+    session_links_.erase(it);
+    pn_session_close(ssn);
+    pn_session_free(ssn);
 }
 
 void peer_connection::on_remote_open(twin& t) {
@@ -207,6 +240,7 @@ void peer_connection::on_remote_open(twin& t) {
     if (pn_terminus_get_type(queue_end(t.link, t.client_sends)) == PN_UNSPECIFIED) return;
     relay::message m;
     m.what = kind::attached;
+    if (t.client_sends) t.batch = std::min(relay::batch_size(t.link), relay::max_batch);
     m.x().source = relay::capture(pn_link_remote_source(t.link));
     m.x().target = relay::capture(pn_link_remote_target(t.link));
     t.opened = true;
@@ -223,7 +257,7 @@ void peer_connection::on_remote_close(twin& t, bool closed) {
     pn_link_set_context(l, nullptr);
     if (closed) pn_link_close(l);
     else pn_link_detach(l);
-    pn_link_free(l); // both ends are done (see amqp_connection::on_link_close)
+    free_link(l); // both ends are done (see amqp_connection::on_link_close)
     twins_.erase(t.relay); // t is gone
 }
 
@@ -232,8 +266,13 @@ void peer_connection::on_flow(twin& t) {
     if (t.client_sends) {
         // The owner's credit for our sender: the client may send as much.
         // Proton reports a flow after each transfer too, with the limit unchanged.
-        if (pn_link_get_drain(l)) pn_link_drained(l); // nothing waits here: all is sent at once
-        const uint64_t limit = t.transfers + static_cast<uint64_t>(std::max(0, pn_link_credit(l)));
+        if (t.batch != 0) send_batches(t); // what waited for credit goes now
+        if (pn_link_get_drain(l)) pn_link_drained(l);
+        // The owner's absolute limit: deliveries so far + credit. A batch
+        // spends one credit for each of its messages (see relay_batch.hpp),
+        // so it is a limit in messages either way.
+        const auto credit = static_cast<uint64_t>(std::max(0, pn_link_credit(l)));
+        const uint64_t limit = (t.batch != 0 ? t.batches : t.transfers) + credit;
         if (limit == t.told_limit) return;
         t.told_limit = limit;
         relay::message m;
@@ -269,6 +308,7 @@ void peer_connection::on_delivery(twin& t, pn_delivery_t* d) {
     }
     // The owner's outcome for a message the client sent.
     if (!pn_delivery_updated(d) && !pn_delivery_settled(d)) return;
+    if (t.batch != 0) return on_batch_outcome(t, d);
     m.what = kind::disposition;
     m.id = relay::id_of(d);
     relay::capture_state(m, d);
@@ -276,6 +316,80 @@ void peer_connection::on_delivery(twin& t, pn_delivery_t* d) {
     pn_delivery_clear(d);
     if (m.settled) pn_delivery_settle(d);
     tell(t, std::move(m));
+}
+
+// The client's messages that wait, as many as the owner's credit allows
+// (in messages: see on_flow), up to `batch` messages or max_batch_bytes in
+// each delivery.
+void peer_connection::send_batches(twin& t) {
+    pn_link_t* l = t.link;
+    size_t next = 0;
+    std::string bytes;
+    for (;;) {
+        const int64_t allowed =
+            static_cast<int64_t>(t.batches) + pn_link_credit(l) - static_cast<int64_t>(t.transfers);
+        if (next == t.pending.size() || allowed <= 0) break;
+        const auto most = static_cast<size_t>(std::min<int64_t>(allowed, t.batch));
+        bytes.clear();
+        std::vector<uint64_t> ids;
+        bool all_settled = true;
+        while (next < t.pending.size() && ids.size() < most &&
+               (ids.empty() || bytes.size() + t.pending[next].bytes.size() <= relay::max_batch_bytes)) {
+            const relay::message& m = t.pending[next++];
+            relay::append_record(bytes, m.settled, m.bytes);
+            all_settled = all_settled && m.settled;
+            ids.push_back(m.id);
+        }
+        const uint64_t number = ++t.batches;
+        pn_delivery_t* d = pn_delivery(l, pn_dtag(reinterpret_cast<const char*>(&number), sizeof number));
+        pn_link_send(l, bytes.data(), bytes.size());
+        pn_link_advance(l);
+        t.transfers += ids.size();
+        if (all_settled) {
+            pn_delivery_settle(d);
+        } else {
+            pn_delivery_set_context(d, reinterpret_cast<void*>(static_cast<uintptr_t>(number)));
+            t.batch_ids.emplace(number, std::move(ids));
+        }
+    }
+    t.pending.erase(t.pending.begin(), t.pending.begin() + static_cast<std::ptrdiff_t>(next));
+}
+
+// The owner's one outcome for a batch, as each message's outcome.
+void peer_connection::on_batch_outcome(twin& t, pn_delivery_t* d) {
+    const bool settled = pn_delivery_settled(d);
+    auto it = t.batch_ids.find(relay::id_of(d));
+    if (it == t.batch_ids.end()) {
+        if (settled) pn_delivery_settle(d);
+        return;
+    }
+    std::vector<relay::failure> failures;
+    if (pn_delivery_remote_state(d) == PN_REJECTED)
+        failures = relay::get_failures(pn_disposition_condition(pn_delivery_remote(d)));
+    std::unordered_map<uint32_t, const relay::failure*> failed;
+    for (const relay::failure& f : failures) failed.emplace(f.index, &f);
+    const std::vector<uint64_t>& ids = it->second;
+    for (uint32_t i = 0; i < ids.size(); ++i) {
+        relay::message m;
+        m.what = kind::disposition;
+        m.id = ids[i];
+        m.settled = settled;
+        if (failures.empty()) {
+            relay::capture_state(m, d); // one state for all: accepted, released, modified, ...
+        } else if (auto f = failed.find(i); f != failed.end()) {
+            m.state = PN_REJECTED;
+            m.x().st.type = PN_REJECTED;
+            m.x().st.cond = {f->second->name, f->second->description, {}};
+        } else {
+            m.state = PN_ACCEPTED;
+        }
+        tell(t, std::move(m));
+    }
+    pn_delivery_clear(d);
+    if (settled) {
+        pn_delivery_settle(d);
+        t.batch_ids.erase(it);
+    }
 }
 
 } // namespace wharf::server

@@ -51,6 +51,14 @@ class peer_connection final : public connection_base {
         uint64_t told_limit = 0;      // client sends: the owner's limit the client side has
         uint64_t next_id = 0;         // numbers the owner's transfers (client receives)
         relay::unsettled_map unsettled;
+        // client sends, in batches (see relay_batch.hpp): the most messages
+        // in one delivery the owner agreed to (0: one each), the client's
+        // messages waiting for the owner's credit, and the ids in each batch.
+        uint32_t batch = 0;
+        bool queued = false;          // listed in to_send_
+        std::vector<relay::message> pending;
+        uint64_t batches = 0;         // deliveries sent (transfers counts messages)
+        std::unordered_map<uint64_t, std::vector<uint64_t>> batch_ids;
     };
 
     void handle(relay::message& m);
@@ -59,6 +67,8 @@ class peer_connection final : public connection_base {
     void on_remote_close(twin& t, bool closed);
     void on_flow(twin& t);
     void on_delivery(twin& t, pn_delivery_t* d);
+    void send_batches(twin& t);
+    void on_batch_outcome(twin& t, pn_delivery_t* d);
     void tell(twin& t, relay::message&& m);
     void refuse_waiting(std::vector<relay::message>&& waiting, const std::string& why);
     void end_all(const std::string& why);
@@ -71,9 +81,19 @@ class peer_connection final : public connection_base {
     pn_connection_t* conn_;
     const std::string peer_node_;
     relay_hub& hub_;
-    pn_session_t* session_ = nullptr;
+    // Relayed links spread over sessions of at most links_per_session:
+    // Proton finds the link an attach (or its answer) names by comparing
+    // names with every link of the session, so one session of N links costs
+    // O(N²) to attach them. A session is ended once its last link is freed
+    // (unless it is the one new links go to).
+    static constexpr size_t links_per_session = 128;
+    pn_session_t* session_ = nullptr;        // where new links go
+    std::unordered_map<pn_session_t*, size_t> session_links_; // links not yet freed
+    pn_session_t* session_for_link();
+    void free_link(pn_link_t* l);
     std::shared_ptr<relay::mailbox> inbox_;
     std::vector<relay::message> msgs_;
+    std::vector<uint64_t> to_send_;          // twins with pending messages, by relay id
     relay::batch out_;                       // to clients' connections, posted at the batch's end
     std::unordered_map<uint64_t, std::unique_ptr<twin>> twins_;
     std::atomic<bool> shutdown_requested_{false};

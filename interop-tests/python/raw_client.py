@@ -16,7 +16,8 @@ class RawRoundTrip(MessagingHandler):
         self.payloads = list(payloads)
         self.release_first = release_first
         self.sent = 0
-        self.outcomes = []
+        self.outcomes = []      # in the order they came
+        self.outcome_of = {}    # by payload index
         self.received = []
         self.released = False
         self.error = None
@@ -46,6 +47,7 @@ class RawRoundTrip(MessagingHandler):
 
     def _outcome(self, event, name):
         self.outcomes.append(name)
+        self.outcome_of[int(event.delivery.tag)] = name
         event.delivery.settle()
         if len(self.outcomes) == len(self.payloads):
             if self.outcomes.count("accepted") == 0:

@@ -10,6 +10,7 @@ from proton.utils import ConnectionClosed, LinkDetached, SendException
 
 from cluster_util import Cluster, connect
 from link_churn import growth_kb
+from raw_client import round_trip
 from mgmt_client import Mgmt
 
 # n2 owns every queue; clients connect to n1.
@@ -99,6 +100,19 @@ def test_outcomes_travel_both_ways(cluster):
         dlq.accept()
     finally:
         direct.close()
+
+
+def test_each_message_of_a_burst_gets_its_own_outcome_from_the_owner(cluster):
+    # n1 passes a burst on to n2 several messages to a delivery (relay
+    # batches); n2 answers for each message, so a refusal reaches only the
+    # message refused, and every other one is accepted and stored.
+    n1, n2 = cluster.nodes
+    bad = b"\x00\x53\x70\xc0\x10"  # a header list that runs off the end
+    payloads = [bad if i % 7 == 3 else Message(body="m%d" % i).encode() for i in range(60)]
+    h = round_trip(n1.url, "burst-outcomes", payloads)
+    assert h.outcome_of == {i: "rejected:amqp:decode-error" if p == bad else "accepted"
+                            for i, p in enumerate(payloads)}
+    assert h.received == [p for p in payloads if p != bad]
 
 
 def test_the_owners_refusal_reaches_the_client():
