@@ -206,7 +206,10 @@ void amqp_connection::top_up_credit(link_ctx& lc) {
     const auto window = static_cast<int64_t>(settings_.producers != nullptr
                                                  ? settings_.producers->window(settings_.credit_window)
                                                  : settings_.credit_window);
-    if (credit <= window / 2) pn_link_flow(lc.link, static_cast<int>(window - credit));
+    // Refilled at half the window; a relay's link (two hops to go round)
+    // at three quarters, so more of the window is on its way at any time.
+    const int64_t refill_at = lc.batch != 0 ? window * 3 / 4 : window / 2;
+    if (credit <= refill_at) pn_link_flow(lc.link, static_cast<int>(window - credit));
 }
 
 void amqp_connection::on_link_flow(pn_link_t* l) {
