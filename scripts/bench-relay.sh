@@ -35,7 +35,10 @@ for round in 1 2 3; do
   for where in direct relayed redirected; do
     port=$p2; [ $where != direct ] && port=$p1
     q=bench-$where-$round; [ $where = redirected ] && q=redir-$round
+    t1=$(ticks $P1); t2=$(ticks $P2)
     s=$($B/wharf-bench send --url 127.0.0.1:$port --address $q --count 200000 --json --quiet | rate sent_per_s)
+    # Each node's CPU per message of the send run, in µs.
+    scpu=$(python3 -c "tk=$(getconf CLK_TCK); print('n1=%.1f n2=%.1f' % (($(ticks $P1)-$t1)*1e6/tk/200000, ($(ticks $P2)-$t2)*1e6/tk/200000))")
     r=$($B/wharf-bench receive --url 127.0.0.1:$port --address $q --count 200000 --json --quiet | rate received_per_s)
     t1=$(ticks $P1); t2=$(ticks $P2)
     p=$($B/wharf-bench pair --url 127.0.0.1:$port --address $q-pair --count 200000 --json --quiet | rate received_per_s)
@@ -43,6 +46,6 @@ for round in 1 2 3; do
     cpu=$(python3 -c "tk=$(getconf CLK_TCK); print('n1=%.1f n2=%.1f' % (($(ticks $P1)-$t1)*1e6/tk/200000, ($(ticks $P2)-$t2)*1e6/tk/200000))")
     l=$($B/wharf-bench latency --url 127.0.0.1:$port --address $q-lat --count 5000 --json --quiet |
         python3 -c 'import json,sys;L=json.load(sys.stdin)["latency"];print("p50_us=%s p99_us=%s" % (L["p50_us"], L["p99_us"]))')
-    echo "$round $where send_per_s=$s receive_per_s=$r pair_per_s=$p pair_cpu_us_per_msg $cpu latency $l"
+    echo "$round $where send_per_s=$s send_cpu_us_per_msg $scpu receive_per_s=$r pair_per_s=$p pair_cpu_us_per_msg $cpu latency $l"
   done
 done
