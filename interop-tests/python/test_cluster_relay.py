@@ -8,13 +8,14 @@ from proton.handlers import MessagingHandler
 from proton.reactor import Container
 from proton.utils import ConnectionClosed, LinkDetached, SendException
 
-from cluster_util import Cluster, connect
+from cluster_util import Cluster, attach, connect
 from link_churn import growth_kb
 from raw_client import round_trip
 from mgmt_client import Mgmt
 
-# n2 owns every queue; clients connect to n1.
-PINNED = {"lease-ttl": 1, "poll-interval": 0.05, "rules": '["* -> node:n2"]'}
+# n2 owns every queue; clients connect to n1. No node can take nowhere-*
+# (its rule names a node that is not in the cluster).
+PINNED = {"lease-ttl": 1, "poll-interval": 0.05, "rules": '["nowhere-* -> node:n9", "* -> node:n2"]'}
 
 
 @pytest.fixture
@@ -113,6 +114,14 @@ def test_each_message_of_a_burst_gets_its_own_outcome_from_the_owner(cluster):
     assert h.outcome_of == {i: "rejected:amqp:decode-error" if p == bad else "accepted"
                             for i, p in enumerate(payloads)}
     assert h.received == [p for p in payloads if p != bad]
+
+
+def test_a_queue_no_node_can_take_is_refused_and_logged_once(cluster):
+    n1, n2 = cluster.nodes
+    got = attach(n1, "nowhere-1")
+    assert got != "local" and got["condition"] == "amqp:link:detach-forced", got
+    assert "no node can take queue 'nowhere-1'" in got["description"], got
+    assert n1.log().count("cannot place queue 'nowhere-1'") == 1, n1.log()
 
 
 def test_the_owners_refusal_reaches_the_client():

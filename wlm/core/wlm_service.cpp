@@ -387,7 +387,8 @@ void wlm_service::learn_nodes_locked(const std::vector<key_value>& live) {
 // transaction, so a burst of thousands of new queues is not bound by one
 // sync per queue. Returns how many another node had placed meanwhile (left
 // to be read).
-result<size_t, store_error> wlm_service::place_and_write(const std::vector<std::string>& queues) {
+result<size_t, store_error> wlm_service::place_and_write(const std::vector<std::string>& queues,
+                                                         std::unordered_set<std::string>* unplaceable) {
     // The change feed may lag the store (etcd's watch delivers a little
     // later): place among the members as the store has them now.
     auto live = store_->list(nodes_prefix);
@@ -403,6 +404,7 @@ result<size_t, store_error> wlm_service::place_and_write(const std::vector<std::
             auto d = place(queue, node_.node_id, loads, rules, policy_locked(), weights_locked(), placement_);
             if (!d) {
                 spdlog::warn("{}: wlm: cannot place queue '{}': {}", node_.node_id, queue, d.error());
+                if (unplaceable != nullptr) unplaceable->insert(queue);
                 continue;
             }
             for (auto& n : loads)
@@ -435,8 +437,9 @@ result<size_t, store_error> wlm_service::place_and_write(const std::vector<std::
 
 // First uses in one go: every queue of the batch that the cache does not
 // know. What this leaves unknown (the store had it, or failed) serve() does
-// one by one: assign() reads it, or says why not.
-void wlm_service::place_new(const std::deque<request>& work) {
+// one by one: assign() reads it, or says why not. A queue no node can take
+// is refused without another try (and another line in the log).
+std::unordered_set<std::string> wlm_service::place_new(const std::deque<request>& work) {
     std::vector<std::string> fresh;
     {
         std::lock_guard l(mu_);
@@ -445,11 +448,13 @@ void wlm_service::place_new(const std::deque<request>& work) {
             if (r.forwarded_from.empty() && !owners_.count(r.queue) && seen.insert(r.queue).second)
                 fresh.push_back(r.queue);
     }
-    if (!fresh.empty()) (void)place_and_write(fresh);
+    std::unordered_set<std::string> unplaceable;
+    if (!fresh.empty()) (void)place_and_write(fresh, &unplaceable);
+    return unplaceable;
 }
 
 // One attach (or anonymous-relay first use) the cache could not answer.
-void wlm_service::serve(request& r) {
+void wlm_service::serve(request& r, const std::unordered_set<std::string>& unplaceable) {
     bool known;
     {
         std::lock_guard g(mu_);
@@ -457,7 +462,7 @@ void wlm_service::serve(request& r) {
     }
     // An inter-node link always reads the store: the cache may lag a move.
     std::optional<store_error> failed;
-    if (!known || !r.forwarded_from.empty()) failed = assign(r.queue);
+    if ((!known && !unplaceable.count(r.queue)) || !r.forwarded_from.empty()) failed = assign(r.queue);
     plugins::resolution res;
     {
         std::lock_guard g(mu_);
@@ -532,8 +537,8 @@ void wlm_service::run() {
         if (std::exchange(woken_, false)) next_reconcile_ = clock::now();
         l.unlock();
         poll_changes();
-        place_new(work);
-        for (auto& r : work) serve(r);
+        const auto unplaceable = place_new(work);
+        for (auto& r : work) serve(r, unplaceable);
         answer_parked(false);
         const auto now = clock::now();
         if (now >= next_reconcile_) {

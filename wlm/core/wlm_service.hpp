@@ -47,6 +47,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_set>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -117,15 +118,18 @@ class wlm_service final : public plugins::plugin, public plugins::address_resolv
     void apply_placement(std::string_view value);
     // Reads or places the queue's owner; the store's error if it failed.
     std::optional<store_error> assign(const std::string& queue);
-    void serve(request& r);
+    // `unplaceable`: queues place_new found no node for (already logged).
+    void serve(request& r, const std::unordered_set<std::string>& unplaceable);
     void answer_parked(bool all);
     plugins::resolution answer_locked(const std::string& queue) const;
     std::optional<plugins::resolution> node_local_answer(std::string_view address) const;
     std::vector<node_load> candidates_locked() const;
     void set_owner_locked(const std::string& queue, owner_record rec);
     void learn_nodes_locked(const std::vector<key_value>& live);
-    void place_new(const std::deque<request>& work);
-    result<size_t, store_error> place_and_write(const std::vector<std::string>& queues);
+    // Returns the queues no node can take now.
+    std::unordered_set<std::string> place_new(const std::deque<request>& work);
+    result<size_t, store_error> place_and_write(const std::vector<std::string>& queues,
+                                                std::unordered_set<std::string>* unplaceable = nullptr);
     void erase_owner_locked(const std::string& queue);
     // Management's CREATE: who should own a new queue (see owner_entities::placer).
     result<std::pair<std::string, std::string>, error> decide_owner(const std::string& queue, const std::string& node);
