@@ -96,6 +96,9 @@ struct cmd_settle {
 struct cmd_detach {
     link_id link;
     std::vector<uint64_t> sent_unsettled;
+    // Every message the link still holds was sent (a relay's batch link,
+    // whose deliveries are pre-settled: the owner keeps no list of them).
+    bool all_sent = false;
 };
 
 // Periodic housekeeping: expiry.

@@ -470,16 +470,23 @@ void queue_engine::handle(cmd_detach& c) {
     if (auto it = consumers_.find(c.link); it != consumers_.end()) {
         consumer& con = *it->second;
         queue& q = *con.q;
+        // A message the client may have seen comes back with delivery-count + 1.
+        auto seen = [&](queue_entry&& e) {
+            ++e.delivery_count;
+            e.redelivered = true;
+            return_entry(q, std::move(e));
+        };
         for (uint64_t seq : c.sent_unsettled) {
             auto a = con.acquired.find(seq);
             if (a == con.acquired.end()) continue;
             queue_entry e = std::move(a->second);
             con.acquired.erase(a);
-            ++e.delivery_count;
-            e.redelivered = true;
-            return_entry(q, std::move(e));
+            seen(std::move(e));
         }
-        for (auto& [seq, e] : con.acquired) q.restore(std::move(e)); // never reached the client
+        for (auto& [seq, e] : con.acquired) {
+            if (c.all_sent) seen(std::move(e));
+            else q.restore(std::move(e)); // never reached the client
+        }
         q.remove_consumer(&con);
         touch(&q);
         auto owner = dynamic_owner_.find(&q);

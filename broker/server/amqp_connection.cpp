@@ -259,6 +259,7 @@ void amqp_connection::end_batch() {
 // Moves a link's buffered publishes and settlements into the command batch.
 void amqp_connection::flush_link(link_ctx& lc) {
     lc.dirty = false;
+    if (lc.out != nullptr && lc.link != nullptr) end_out_batch(lc);
     if (!lc.to_publish.empty()) {
         commands_.push_back(engine::cmd_publish{lc.id, std::move(lc.to_publish)});
         lc.to_publish.clear();

@@ -135,6 +135,14 @@ class amqp_connection final : public connection_base {
         std::string address;          // as attached (for resolvers and redirects)
         std::string forwarded_from;   // another node handing messages over (its id)
         bool management = false;      // a producer to $management: requests, not messages
+        bool controls = false;        // a producer from a peer's relay to $wharf.relay-acks
+        // A peer's relay taking a consumer's messages in batches (see
+        // relay_batch.hpp): its number for the link, and the delivery being
+        // filled (nullptr: none) with how much it holds.
+        uint64_t relay_link = 0;
+        pn_delivery_t* out = nullptr;
+        uint32_t out_count = 0;
+        size_t out_bytes = 0;
         // relayed: the queue is at another node; its twin link there does the work
         bool relayed = false;
         std::shared_ptr<relay::mailbox> relay;         // the peer connection's inbox
@@ -183,6 +191,12 @@ class amqp_connection final : public connection_base {
     // batch_links.cpp: a peer's relay sending batches.
     void on_batch(link_ctx& lc, pn_delivery_t* d);
     void outcome_in_batch(link_ctx& lc, pn_delivery_t* d, uint32_t index, const error* failed);
+    void on_controls(link_ctx& lc, pn_delivery_t* d);
+    void batch_deliver(link_ctx& lc, engine::ev_deliver& ev);
+    void batch_drained(link_ctx& lc);
+    void end_out_batch(link_ctx& lc);
+    // A message's bytes as they go to the client (a redelivery's header says so).
+    std::string_view wire_bytes(const engine::ev_deliver& ev);
     void on_management_request(link_ctx& lc, pn_delivery_t* d);
     void on_disposition(link_ctx& lc, pn_delivery_t* d);
     void on_transport_closed();
@@ -245,6 +259,8 @@ class amqp_connection final : public connection_base {
     std::vector<relay::message> relay_msgs_;
     // anonymous-relay twins: relay id -> (the client's link, the node)
     std::unordered_map<uint64_t, std::pair<engine::link_id, std::string>> anon_routes_;
+    // a peer's relay: its numbers for the consumer links it takes in batches
+    std::unordered_map<uint64_t, engine::link_id> relay_links_;
     std::string scratch_;
     bool finished_ = false;
     bool refused_ = false;

@@ -1,5 +1,7 @@
-// amqp_connection: a producer link from another node's relay that sends its
-// clients' messages several to a delivery (see relay_batch.hpp).
+// amqp_connection: the links of another node's relay that carry its
+// clients' messages several to a delivery (see relay_batch.hpp): a relayed
+// producer's batches in, a relayed consumer's batches out, and the relay's
+// control records (its consumers' credit and outcomes).
 
 #include "broker/server/amqp_connection.hpp"
 #include "broker/server/pn_util.hpp"
@@ -86,6 +88,81 @@ void amqp_connection::outcome_in_batch(link_ctx& lc, pn_delivery_t* d, uint32_t 
     }
     pn_delivery_settle(d);
     lc.batches.erase(it);
+}
+
+// ---- a relayed consumer's messages, in batches ----
+
+void amqp_connection::batch_deliver(link_ctx& lc, engine::ev_deliver& ev) {
+    pn_link_t* l = lc.link;
+    const std::string_view bytes = wire_bytes(ev);
+    if (lc.out != nullptr && (lc.out_count >= lc.batch || lc.out_bytes + bytes.size() > relay::max_batch_bytes))
+        end_out_batch(lc);
+    if (lc.out == nullptr) {
+        const uint64_t t = lc.next_tag++;
+        lc.out = pn_delivery(l, pn_dtag(reinterpret_cast<const char*>(&t), sizeof t));
+        mark_dirty(lc); // flush_link sends it at the batch's end
+    }
+    char head[relay::delivery_header];
+    relay::put_delivery_header(head, ev.settle_on_send ? relay::presettled : 0, ev.seq, bytes.size());
+    pn_link_send(l, head, sizeof head);
+    pn_link_send(l, bytes.data(), bytes.size());
+    ++lc.out_count;
+    lc.out_bytes += sizeof head + bytes.size();
+    ++lc.sent;
+}
+
+// The drain is done: the relay learns it after the messages before it.
+void amqp_connection::batch_drained(link_ctx& lc) {
+    if (lc.out == nullptr) {
+        const uint64_t t = lc.next_tag++;
+        lc.out = pn_delivery(lc.link, pn_dtag(reinterpret_cast<const char*>(&t), sizeof t));
+    }
+    char head[relay::delivery_header];
+    relay::put_delivery_header(head, relay::drained, 0, 0);
+    pn_link_send(lc.link, head, sizeof head);
+    end_out_batch(lc);
+}
+
+// The batch being filled goes, pre-settled: its messages' outcomes come as
+// control records (on_controls). Proton holds it until the relay's credit
+// for deliveries allows.
+void amqp_connection::end_out_batch(link_ctx& lc) {
+    pn_link_advance(lc.link);
+    pn_delivery_settle(lc.out);
+    lc.out = nullptr;
+    lc.out_count = 0;
+    lc.out_bytes = 0;
+}
+
+// A peer's relay: credit, drain and outcomes for the consumers it relays.
+void amqp_connection::on_controls(link_ctx& lc, pn_delivery_t* d) {
+    pn_link_t* l = lc.link;
+    if (l == nullptr || !pn_delivery_readable(d) || pn_delivery_partial(d)) return; // Proton gathers the frames
+    std::string bytes(pn_delivery_pending(d), '\0');
+    pn_link_recv(l, bytes.data(), bytes.size());
+    pn_link_advance(l);
+    std::vector<relay::control> controls;
+    if (!relay::parse_controls(bytes, controls)) {
+        if (pn_delivery_settled(d)) pn_delivery_settle(d);
+        else reject_now(d, errc::decode_error, "relay control records are malformed");
+        top_up_credit(lc);
+        return;
+    }
+    for (const relay::control& c : controls) {
+        auto it = relay_links_.find(c.link);
+        link_ctx* to = it == relay_links_.end() ? nullptr : find(it->second);
+        if (to == nullptr || to->closed) continue; // its messages went back with the detach
+        if (c.what == relay::control::credit) {
+            commands_.push_back(engine::cmd_credit{to->id, c.value, c.arg != 0});
+        } else if (c.arg <= static_cast<uint8_t>(engine::outcome_kind::modified_failed_undeliverable)) {
+            mark_dirty(*to);
+            to->to_settle.push_back({c.value, static_cast<engine::outcome_kind>(c.arg)});
+        }
+    }
+    // Settled once taken: the relay holds a detach of these links until then.
+    pn_delivery_update(d, PN_ACCEPTED);
+    pn_delivery_settle(d);
+    top_up_credit(lc);
 }
 
 } // namespace wharf::server

@@ -45,6 +45,7 @@ void amqp_connection::on_link_open(pn_link_t* l) {
         c.settle_on_send = pn_link_remote_snd_settle_mode(l) == PN_SND_SETTLED;
         c.out = outbox_;
         lc->address = c.address;
+        lc->relay_link = relay::relay_link(l);
         if (!c.dynamic && !c.address.empty() && !settings_.resolvers.empty()) {
             lc->pending_attach = std::move(c);
             link_ctx& ref = *lc;
@@ -75,9 +76,12 @@ void amqp_connection::on_link_open(pn_link_t* l) {
             return;
         }
         lc->address = c.address;
-        if (c.address == "$management" && settings_.management != nullptr) {
-            // Requests to the management node: no queue behind this link.
-            lc->management = true;
+        const bool controls = c.address == relay::acks_address;
+        if ((c.address == "$management" && settings_.management != nullptr) || controls) {
+            // Requests to the management node, or a peer's relay answering
+            // for its consumers: no queue behind this link.
+            lc->management = !controls;
+            lc->controls = controls;
             lc->attached = true;
             pn_link_open(l);
             link_ctx& ref = *lc;
@@ -182,11 +186,12 @@ void amqp_connection::handle(engine::ev_attached& ev) {
     }
     if (lc->consumer && pn_terminus_is_dynamic(pn_link_source(l)))
         pn_terminus_set_address(pn_link_source(l), ev.address.c_str());
-    // A peer's relay offering batches, to a queue here: take them.
-    if (!lc->consumer && !lc->anonymous)
+    // A peer's relay offering batches, to or from a queue here: take them.
+    if (lc->consumer ? lc->relay_link != 0 : !lc->anonymous)
         if (const uint32_t n = relay::batch_size(l); n != 0) {
             lc->batch = std::min(n, relay::max_batch);
             relay::offer_batch(l, lc->batch);
+            if (lc->consumer) relay_links_[lc->relay_link] = lc->id;
         }
     pn_link_open(l);
     lc->attached = true;
@@ -216,6 +221,7 @@ void amqp_connection::on_link_flow(pn_link_t* l) {
     link_ctx* lc = ctx_of(l);
     if (lc == nullptr || !lc->consumer || lc->closed || lc->pending_attach) return;
     if (lc->relayed) return relay_flow(*lc);
+    if (lc->batch != 0) return; // the relay's credit comes as control records
     send_held(*lc);
     const int credit = std::max(0, pn_link_credit(l));
     commands_.push_back(
@@ -229,8 +235,10 @@ void amqp_connection::detach_link(link_ctx& lc) {
     }
     end_anon_twins(lc);
     lc.anon_held.clear(); // their deliveries end with the link
+    if (lc.out != nullptr && lc.link != nullptr) end_out_batch(lc);
     flush_link(lc);
     engine::cmd_detach c{lc.id, {}};
+    c.all_sent = lc.consumer && lc.batch != 0;
     if (lc.consumer && lc.link != nullptr) {
         for (pn_delivery_t* d = pn_unsettled_head(lc.link); d != nullptr; d = pn_unsettled_next(d)) {
             auto seq = reinterpret_cast<uintptr_t>(pn_delivery_get_context(d));
@@ -266,6 +274,7 @@ void amqp_connection::forget_link(pn_link_t* l) {
     pn_link_set_context(l, nullptr);
     if (!lc->closed) detach_link(*lc);
     flush_link(*lc);
+    if (lc->relay_link != 0) relay_links_.erase(lc->relay_link);
     links_.erase(lc->id);
 }
 
@@ -297,6 +306,7 @@ void amqp_connection::on_management_request(link_ctx& lc, pn_delivery_t* d) {
 
 void amqp_connection::on_incoming(link_ctx& lc, pn_delivery_t* d) {
     if (lc.management) return on_management_request(lc, d);
+    if (lc.controls) return on_controls(lc, d);
     if (lc.batch != 0) return on_batch(lc, d);
     pn_link_t* l = lc.link;
     if (l == nullptr || !pn_delivery_readable(d)) return;
@@ -508,6 +518,7 @@ void amqp_connection::handle(engine::ev_detach& ev) {
 void amqp_connection::handle(engine::ev_deliver& ev) {
     link_ctx* lc = find(ev.link);
     if (lc == nullptr || lc->closed || lc->link == nullptr) return; // released on detach
+    if (lc->batch != 0) return batch_deliver(*lc, ev);
     pn_link_t* l = lc->link;
     if (pn_link_credit(l) <= 0 || !lc->held.empty()) {
         if (ev.settle_on_send) {
@@ -537,17 +548,7 @@ void amqp_connection::send_delivery(link_ctx& lc_ref, engine::ev_deliver& ev) {
     const uint64_t t = lc->next_tag++;
     std::memcpy(tag, &t, sizeof t);
     pn_delivery_t* d = pn_delivery(l, pn_dtag(tag, sizeof tag));
-    std::string_view bytes = ev.body.bytes();
-    if (ev.redelivered) {
-        auto info = amqp::scan_message(bytes);
-        if (info) {
-            amqp::header_fields h = info->header;
-            h.delivery_count = ev.delivery_count;
-            h.first_acquirer = false;
-            scratch_ = amqp::with_header(bytes, *info, h);
-            bytes = scratch_;
-        }
-    }
+    const std::string_view bytes = wire_bytes(ev);
     pn_link_send(l, bytes.data(), bytes.size());
     pn_link_advance(l);
     ++lc->sent;
@@ -555,40 +556,34 @@ void amqp_connection::send_delivery(link_ctx& lc_ref, engine::ev_deliver& ev) {
     else pn_delivery_set_context(d, reinterpret_cast<void*>(static_cast<uintptr_t>(ev.seq)));
 }
 
+std::string_view amqp_connection::wire_bytes(const engine::ev_deliver& ev) {
+    std::string_view bytes = ev.body.bytes();
+    if (!ev.redelivered) return bytes;
+    auto info = amqp::scan_message(bytes);
+    if (!info) return bytes;
+    amqp::header_fields h = info->header;
+    h.delivery_count = ev.delivery_count;
+    h.first_acquirer = false;
+    scratch_ = amqp::with_header(bytes, *info, h);
+    return scratch_;
+}
+
 void amqp_connection::handle(engine::ev_drained& ev) {
     link_ctx* lc = find(ev.link);
     if (lc == nullptr || lc->closed || lc->link == nullptr) return;
+    if (lc->batch != 0) return batch_drained(*lc);
     pn_link_drained(lc->link);
 }
 
 void amqp_connection::on_disposition(link_ctx& lc, pn_delivery_t* d) {
     auto seq = reinterpret_cast<uintptr_t>(pn_delivery_get_context(d));
     if (seq == 0) return; // pre-settled: nothing to settle
-    const uint64_t state = pn_delivery_remote_state(d);
-    engine::outcome_kind outcome;
-    switch (state) {
-    case PN_ACCEPTED: outcome = engine::outcome_kind::accepted; break;
-    case PN_REJECTED: outcome = engine::outcome_kind::rejected; break;
-    case PN_RELEASED: outcome = engine::outcome_kind::released; break;
-    case PN_MODIFIED: {
-        pn_disposition_t* disp = pn_delivery_remote(d);
-        const bool failed = pn_disposition_is_failed(disp);
-        const bool undeliverable = pn_disposition_is_undeliverable(disp);
-        outcome = failed && undeliverable ? engine::outcome_kind::modified_failed_undeliverable
-                  : failed               ? engine::outcome_kind::modified_failed
-                  : undeliverable        ? engine::outcome_kind::modified_undeliverable
-                                         : engine::outcome_kind::released;
-        break;
-    }
-    default:
-        // No terminal outcome yet (or received): only a settlement without
-        // one counts, as accepted, as other brokers do.
-        if (!pn_delivery_settled(d)) return;
-        outcome = engine::outcome_kind::accepted;
-        break;
-    }
+    pn_disposition_t* disp = pn_delivery_remote(d);
+    const auto outcome = relay::outcome_for(pn_delivery_remote_state(d), pn_disposition_is_failed(disp),
+                                            pn_disposition_is_undeliverable(disp), pn_delivery_settled(d));
+    if (!outcome) return; // no terminal outcome yet (or received)
     mark_dirty(lc);
-    lc.to_settle.push_back({seq, outcome});
+    lc.to_settle.push_back({seq, *outcome});
     pn_delivery_set_context(d, nullptr);
     pn_delivery_settle(d);
 }

@@ -87,6 +87,17 @@ void peer_connection::on_event(pn_event_t* e) {
             }
             break;
         }
+        if (ctx == &controls_ctx) {
+            if (remote_end) { // the owner will not take controls: its batch consumers cannot go on
+                const relay::condition c = relay::capture(pn_link_remote_condition(l));
+                spdlog::warn("node {} ended the relay's control link: {} {}", peer_node_, c.name, c.description);
+                pn_link_set_context(l, nullptr);
+                controls_ = nullptr;
+                end_all("node " + peer_node_ + " ended the relay's control link" +
+                        (c.set() ? ": " + c.description : ""));
+            }
+            break;
+        }
         auto* t = static_cast<twin*>(ctx);
         if (t == nullptr) break;
         if (type == PN_LINK_REMOTE_OPEN) on_remote_open(*t);
@@ -97,7 +108,8 @@ void peer_connection::on_event(pn_event_t* e) {
     case PN_DELIVERY: {
         pn_delivery_t* d = pn_event_delivery(e);
         void* ctx = pn_link_get_context(pn_delivery_link(d));
-        if (ctx != nullptr && ctx != &ended_here) on_delivery(*static_cast<twin*>(ctx), d);
+        if (ctx == &controls_ctx) on_control_settled(d);
+        else if (ctx != nullptr && ctx != &ended_here) on_delivery(*static_cast<twin*>(ctx), d);
         break;
     }
     case PN_TRANSPORT_CLOSED: {
@@ -132,6 +144,7 @@ void peer_connection::end_batch() {
                     send_batches(*t);
                 }
             to_send_.clear();
+            send_controls();
         }
     }
     out_.flush();
@@ -156,6 +169,10 @@ void peer_connection::handle(relay::message& m) {
     pn_link_t* l = t->link;
     switch (m.what) {
     case kind::flow: {
+        if (t->batch != 0) { // (the client receives) its credit in messages, as a control record
+            add_control({relay::control::credit, t->relay, m.limit, static_cast<uint8_t>(m.drain)});
+            break;
+        }
         // The client's credit, as an absolute limit over the link's life.
         const int64_t want = static_cast<int64_t>(m.limit) - static_cast<int64_t>(t->transfers);
         const int64_t have = pn_link_credit(l);
@@ -180,18 +197,38 @@ void peer_connection::handle(relay::message& m) {
         ++t->transfers;
         break;
     case kind::disposition:
+        if (t->batch != 0 && !t->client_sends) {
+            const bool failed = m.more && m.more->st.failed, undeliverable = m.more && m.more->st.undeliverable;
+            if (auto outcome = relay::outcome_for(m.state, failed, undeliverable, m.settled))
+                add_control({relay::control::outcome, t->relay, m.id, static_cast<uint8_t>(*outcome)});
+            break;
+        }
         relay::settle(m, t->unsettled);
         break;
     case kind::detach:
-        if (m.cond()) relay::apply(*m.cond(), pn_link_condition(l));
-        pn_link_set_context(l, &ended_here); // freed when the owner answers
-        if (m.closed) pn_link_close(l);
-        else pn_link_detach(l);
-        twins_.erase(m.relay);
+        if (t->batch != 0 && !t->client_sends) {
+            // Its outcomes go first, and the owner takes them before the
+            // detach, which hands back whatever is still out.
+            send_controls();
+            if (controls_settled_ < controls_sent_) {
+                held_detaches_.emplace_back(controls_sent_, std::move(m));
+                break;
+            }
+        }
+        detach_twin(*t, m);
         break;
     default:
         break;
     }
+}
+
+void peer_connection::detach_twin(twin& t, const relay::message& m) {
+    pn_link_t* l = t.link;
+    if (m.cond()) relay::apply(*m.cond(), pn_link_condition(l));
+    pn_link_set_context(l, &ended_here); // freed when the owner answers
+    if (m.closed) pn_link_close(l);
+    else pn_link_detach(l);
+    twins_.erase(t.relay); // t is gone
 }
 
 void peer_connection::attach(relay::message& m) {
@@ -209,6 +246,8 @@ void peer_connection::attach(relay::message& m) {
     pn_link_set_snd_settle_mode(l, static_cast<pn_snd_settle_mode_t>(a.snd_settle_mode));
     pn_link_set_rcv_settle_mode(l, static_cast<pn_rcv_settle_mode_t>(a.rcv_settle_mode));
     if (a.client_sends && !a.target.address.empty()) relay::offer_batch(l, relay::max_batch);
+    if (!a.client_sends && !a.source.address.empty() && !a.source.dynamic)
+        relay::offer_batch(l, relay::max_batch, m.relay);
     t->link = l;
     pn_link_set_context(l, t.get());
     pn_link_open(l);
@@ -240,7 +279,18 @@ void peer_connection::on_remote_open(twin& t) {
     if (pn_terminus_get_type(queue_end(t.link, t.client_sends)) == PN_UNSPECIFIED) return;
     relay::message m;
     m.what = kind::attached;
-    if (t.client_sends) t.batch = std::min(relay::batch_size(t.link), relay::max_batch);
+    t.batch = std::min(relay::batch_size(t.link), relay::max_batch);
+    if (t.batch != 0 && !t.client_sends) {
+        // Batches from the owner: Proton's credit paces deliveries only.
+        if (controls_ == nullptr) {
+            controls_ = pn_sender(session_for_link(), "wharf-relay-controls");
+            const std::string address(relay::acks_address);
+            pn_terminus_set_address(pn_link_target(controls_), address.c_str());
+            pn_link_set_context(controls_, &controls_ctx);
+            pn_link_open(controls_);
+        }
+        pn_link_flow(t.link, relay::batch_link_deliveries);
+    }
     m.x().source = relay::capture(pn_link_remote_source(t.link));
     m.x().target = relay::capture(pn_link_remote_target(t.link));
     t.opened = true;
@@ -290,6 +340,7 @@ void peer_connection::on_flow(twin& t) {
 void peer_connection::on_delivery(twin& t, pn_delivery_t* d) {
     pn_link_t* l = t.link;
     relay::message m;
+    if (!t.client_sends && t.batch != 0) return on_consumer_batch(t, d);
     if (!t.client_sends) {
         // A message from the owner for the client.
         if (!pn_delivery_readable(d) || pn_delivery_partial(d)) return;
@@ -316,80 +367,6 @@ void peer_connection::on_delivery(twin& t, pn_delivery_t* d) {
     pn_delivery_clear(d);
     if (m.settled) pn_delivery_settle(d);
     tell(t, std::move(m));
-}
-
-// The client's messages that wait, as many as the owner's credit allows
-// (in messages: see on_flow), up to `batch` messages or max_batch_bytes in
-// each delivery.
-void peer_connection::send_batches(twin& t) {
-    pn_link_t* l = t.link;
-    size_t next = 0;
-    std::string bytes;
-    for (;;) {
-        const int64_t allowed =
-            static_cast<int64_t>(t.batches) + pn_link_credit(l) - static_cast<int64_t>(t.transfers);
-        if (next == t.pending.size() || allowed <= 0) break;
-        const auto most = static_cast<size_t>(std::min<int64_t>(allowed, t.batch));
-        bytes.clear();
-        std::vector<uint64_t> ids;
-        bool all_settled = true;
-        while (next < t.pending.size() && ids.size() < most &&
-               (ids.empty() || bytes.size() + t.pending[next].bytes.size() <= relay::max_batch_bytes)) {
-            const relay::message& m = t.pending[next++];
-            relay::append_record(bytes, m.settled, m.bytes);
-            all_settled = all_settled && m.settled;
-            ids.push_back(m.id);
-        }
-        const uint64_t number = ++t.batches;
-        pn_delivery_t* d = pn_delivery(l, pn_dtag(reinterpret_cast<const char*>(&number), sizeof number));
-        pn_link_send(l, bytes.data(), bytes.size());
-        pn_link_advance(l);
-        t.transfers += ids.size();
-        if (all_settled) {
-            pn_delivery_settle(d);
-        } else {
-            pn_delivery_set_context(d, reinterpret_cast<void*>(static_cast<uintptr_t>(number)));
-            t.batch_ids.emplace(number, std::move(ids));
-        }
-    }
-    t.pending.erase(t.pending.begin(), t.pending.begin() + static_cast<std::ptrdiff_t>(next));
-}
-
-// The owner's one outcome for a batch, as each message's outcome.
-void peer_connection::on_batch_outcome(twin& t, pn_delivery_t* d) {
-    const bool settled = pn_delivery_settled(d);
-    auto it = t.batch_ids.find(relay::id_of(d));
-    if (it == t.batch_ids.end()) {
-        if (settled) pn_delivery_settle(d);
-        return;
-    }
-    std::vector<relay::failure> failures;
-    if (pn_delivery_remote_state(d) == PN_REJECTED)
-        failures = relay::get_failures(pn_disposition_condition(pn_delivery_remote(d)));
-    std::unordered_map<uint32_t, const relay::failure*> failed;
-    for (const relay::failure& f : failures) failed.emplace(f.index, &f);
-    const std::vector<uint64_t>& ids = it->second;
-    for (uint32_t i = 0; i < ids.size(); ++i) {
-        relay::message m;
-        m.what = kind::disposition;
-        m.id = ids[i];
-        m.settled = settled;
-        if (failures.empty()) {
-            relay::capture_state(m, d); // one state for all: accepted, released, modified, ...
-        } else if (auto f = failed.find(i); f != failed.end()) {
-            m.state = PN_REJECTED;
-            m.x().st.type = PN_REJECTED;
-            m.x().st.cond = {f->second->name, f->second->description, {}};
-        } else {
-            m.state = PN_ACCEPTED;
-        }
-        tell(t, std::move(m));
-    }
-    pn_delivery_clear(d);
-    if (settled) {
-        pn_delivery_settle(d);
-        t.batch_ids.erase(it);
-    }
 }
 
 } // namespace wharf::server

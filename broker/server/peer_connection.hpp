@@ -10,6 +10,7 @@
 // detached with amqp:link:detach-forced naming the node.
 
 #include "broker/server/connection_base.hpp"
+#include "broker/server/relay_batch.hpp"
 #include "broker/server/relay_protocol.hpp"
 
 #include <proton/link.h>
@@ -54,6 +55,8 @@ class peer_connection final : public connection_base {
         // client sends, in batches (see relay_batch.hpp): the most messages
         // in one delivery the owner agreed to (0: one each), the client's
         // messages waiting for the owner's credit, and the ids in each batch.
+        // Client receives, in batches: the most messages in one delivery
+        // the owner said it puts (0: one each).
         uint32_t batch = 0;
         bool queued = false;          // listed in to_send_
         std::vector<relay::message> pending;
@@ -69,6 +72,13 @@ class peer_connection final : public connection_base {
     void on_delivery(twin& t, pn_delivery_t* d);
     void send_batches(twin& t);
     void on_batch_outcome(twin& t, pn_delivery_t* d);
+    // The consumer direction (see relay_batch.hpp): batches from the owner,
+    // and control records (credit, outcomes) to it on one link.
+    void on_consumer_batch(twin& t, pn_delivery_t* d);
+    void add_control(const relay::control& c);
+    void send_controls();
+    void on_control_settled(pn_delivery_t* d);
+    void detach_twin(twin& t, const relay::message& m);
     void tell(twin& t, relay::message&& m);
     void refuse_waiting(std::vector<relay::message>&& waiting, const std::string& why);
     void end_all(const std::string& why);
@@ -96,6 +106,15 @@ class peer_connection final : public connection_base {
     std::vector<uint64_t> to_send_;          // twins with pending messages, by relay id
     relay::batch out_;                       // to clients' connections, posted at the batch's end
     std::unordered_map<uint64_t, std::unique_ptr<twin>> twins_;
+    // Control records to the owner: the link (opened with the first batch
+    // consumer), what waits to go at the batch's end, deliveries sent and
+    // settled by the owner (it settles them in order), and detaches that
+    // wait for the owner to have taken the controls sent before them.
+    static inline char controls_ctx = 0;
+    pn_link_t* controls_ = nullptr;
+    std::string controls_out_;
+    uint64_t controls_sent_ = 0, controls_settled_ = 0;
+    std::vector<std::pair<uint64_t, relay::message>> held_detaches_;
     std::atomic<bool> shutdown_requested_{false};
     bool finished_ = false;
 };

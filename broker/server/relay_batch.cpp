@@ -3,6 +3,7 @@
 #include "broker/server/pn_util.hpp"
 
 #include <proton/codec.h>
+#include <proton/disposition.h>
 
 #include <charconv>
 
@@ -10,6 +11,21 @@ namespace wharf::server::relay {
 
 namespace {
 std::string_view view(pn_bytes_t b) { return {b.start, b.size}; }
+
+void put_be(char* out, uint64_t v, int bytes) {
+    for (int i = bytes - 1; i >= 0; --i, v >>= 8) out[i] = static_cast<char>(v & 0xff);
+}
+uint64_t get_be(const char* in, int bytes) {
+    uint64_t v = 0;
+    for (int i = 0; i < bytes; ++i) v = (v << 8) | static_cast<unsigned char>(in[i]);
+    return v;
+}
+
+uint64_t number(const std::string& v) {
+    uint64_t n = 0;
+    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+    return ec != std::errc() || end != v.data() + v.size() ? 0 : n;
+}
 pn_bytes_t bytes_of(std::string_view s) { return pn_bytes(s.size(), s.data()); }
 } // namespace
 
@@ -35,22 +51,83 @@ bool parse_batch(std::string_view in, std::vector<record>& out) {
 }
 
 uint32_t batch_size(pn_link_t* l) {
-    const std::string v = remote_link_property(l, batch_property);
-    uint32_t n = 0;
-    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-    if (ec != std::errc() || end != v.data() + v.size()) return 0;
-    return n;
+    const uint64_t n = number(remote_link_property(l, batch_property));
+    return n > UINT32_MAX ? 0 : static_cast<uint32_t>(n);
 }
 
-void offer_batch(pn_link_t* l, uint32_t n) {
+uint64_t relay_link(pn_link_t* l) { return number(remote_link_property(l, relay_link_property)); }
+
+void offer_batch(pn_link_t* l, uint32_t n, uint64_t link) {
     const std::string v = std::to_string(n);
+    const std::string id = std::to_string(link);
     pn_data_t* d = pn_link_properties(l);
     pn_data_clear(d);
     pn_data_put_map(d);
     pn_data_enter(d);
     pn_data_put_symbol(d, bytes_of(batch_property));
     pn_data_put_string(d, bytes_of(v));
+    if (link != 0) {
+        pn_data_put_symbol(d, bytes_of(relay_link_property));
+        pn_data_put_string(d, bytes_of(id));
+    }
     pn_data_exit(d);
+}
+
+void put_delivery_header(char (&out)[delivery_header], uint8_t flags, uint64_t seq, size_t length) {
+    out[0] = static_cast<char>(flags);
+    put_be(out + 1, seq, 8);
+    put_be(out + 9, length, 4);
+}
+
+bool parse_deliveries(std::string_view in, std::vector<delivery_record>& out) {
+    out.clear();
+    while (!in.empty()) {
+        if (in.size() < delivery_header) return false;
+        const auto flags = static_cast<uint8_t>(in[0]);
+        const uint64_t n = get_be(in.data() + 9, 4);
+        if ((flags & ~(presettled | drained)) != 0 || in.size() - delivery_header < n) return false;
+        out.push_back({flags, get_be(in.data() + 1, 8), in.substr(delivery_header, n)});
+        in.remove_prefix(delivery_header + n);
+    }
+    return !out.empty();
+}
+
+void append_control(std::string& out, const control& c) {
+    char rec[control_size];
+    rec[0] = static_cast<char>(c.what);
+    put_be(rec + 1, c.link, 8);
+    put_be(rec + 9, c.value, 8);
+    rec[17] = static_cast<char>(c.arg);
+    out.append(rec, sizeof rec);
+}
+
+std::optional<engine::outcome_kind> outcome_for(uint64_t state, bool failed, bool undeliverable, bool settled) {
+    using engine::outcome_kind;
+    switch (state) {
+    case PN_ACCEPTED: return outcome_kind::accepted;
+    case PN_REJECTED: return outcome_kind::rejected;
+    case PN_RELEASED: return outcome_kind::released;
+    case PN_MODIFIED:
+        return failed && undeliverable ? outcome_kind::modified_failed_undeliverable
+               : failed               ? outcome_kind::modified_failed
+               : undeliverable        ? outcome_kind::modified_undeliverable
+                                      : outcome_kind::released;
+    default:
+        if (!settled) return std::nullopt;
+        return outcome_kind::accepted;
+    }
+}
+
+bool parse_controls(std::string_view in, std::vector<control>& out) {
+    out.clear();
+    if (in.empty() || in.size() % control_size != 0) return false;
+    for (; !in.empty(); in.remove_prefix(control_size)) {
+        const auto kind = static_cast<uint8_t>(in[0]);
+        if (kind != control::credit && kind != control::outcome) return false;
+        out.push_back({static_cast<control::kind>(kind), get_be(in.data() + 1, 8), get_be(in.data() + 9, 8),
+                       static_cast<uint8_t>(in[17])});
+    }
+    return true;
 }
 
 void put_failures(pn_condition_t* c, const std::vector<failure>& failures) {

@@ -24,11 +24,34 @@
 //   no more messages than (deliveries so far + credit), the owner's
 //   absolute limit. So the client sees the owner's credit, as without
 //   batches.
+//
+// The other way, a relayed consumer's messages (owner -> relay):
+// - Agreed per link the same way: the twin (a receiver) offers
+//   "wharf:relay-batch" and names itself with "wharf:relay-link" = the
+//   relay's number for the link; the owner answers with the property.
+// - The owner sends several messages to a delivery, pre-settled; each
+//   record is [u8 flags: 1 = pre-settled for the client, 2 = drained][u64
+//   the engine's sequence number, big endian][u32 length][the bytes]. A
+//   "drained" record (no bytes) says the drain the client asked for is done.
+// - The relay answers each message as its client settles it, and passes the
+//   client's credit and drain, as control records on one sender link per
+//   peer connection to the owner's node address "$wharf.relay-acks": [u8
+//   kind: 1 = credit, 2 = outcome][u64 the relay's link number][u64 credit
+//   limit (in messages, over the link's life) | sequence number][u8 drain |
+//   outcome]. Proton's credit on the batch link only paces deliveries (the
+//   relay keeps it topped up); drain never travels as Proton's drain, which
+//   would move its delivery count by credits that stand for messages.
+// - The relay sends a twin's detach only once the owner has settled every
+//   control delivery sent before it, so a message the client accepted is
+//   never handed back to the queue by the detach.
+
+#include "broker/engine/protocol.hpp"
 
 #include <proton/condition.h>
 #include <proton/link.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -53,8 +76,46 @@ bool parse_batch(std::string_view in, std::vector<record>& out);
 
 // The N the peer's attach offered or answered (0: none, or not a number).
 uint32_t batch_size(pn_link_t* l);
-// Puts the property into this side's attach (before pn_link_open).
-void offer_batch(pn_link_t* l, uint32_t n);
+// Puts the property into this side's attach (before pn_link_open); a
+// consumer's twin names itself too (`link`, nonzero).
+void offer_batch(pn_link_t* l, uint32_t n, uint64_t link = 0);
+// The relay's number for a consumer's twin (0: none).
+uint64_t relay_link(pn_link_t* l);
+
+// ---- the consumer direction ----
+inline constexpr std::string_view relay_link_property = "wharf:relay-link";
+inline constexpr std::string_view acks_address = "$wharf.relay-acks";
+// Deliveries of a batch link a relay lets the owner have at a time (each
+// holds up to max_batch messages; the messages themselves are paced by the
+// credit the relay passes as control records).
+inline constexpr int batch_link_deliveries = 512;
+
+inline constexpr size_t delivery_header = 13;
+enum delivery_flags : uint8_t { presettled = 1, drained = 2 };
+// The header of one record; the message's bytes follow it.
+void put_delivery_header(char (&out)[delivery_header], uint8_t flags, uint64_t seq, size_t length);
+struct delivery_record {
+    uint8_t flags = 0;
+    uint64_t seq = 0;
+    std::string_view bytes;
+};
+bool parse_deliveries(std::string_view in, std::vector<delivery_record>& out);
+
+inline constexpr size_t control_size = 18;
+struct control {
+    enum kind : uint8_t { credit = 1, outcome = 2 } what = credit;
+    uint64_t link = 0;
+    uint64_t value = 0; // credit: the limit; outcome: the sequence number
+    uint8_t arg = 0;    // credit: drain; outcome: engine::outcome_kind
+};
+void append_control(std::string& out, const control& c);
+
+// What a consumer's disposition means for the queue: its outcome, or none
+// yet (a settlement without a terminal outcome counts as accepted, as other
+// brokers do; modified without delivery-failed nor undeliverable-here is
+// released).
+std::optional<engine::outcome_kind> outcome_for(uint64_t state, bool failed, bool undeliverable, bool settled);
+bool parse_controls(std::string_view in, std::vector<control>& out);
 
 struct failure {
     uint32_t index = 0;

@@ -117,7 +117,10 @@ void amqp_connection::relay_disposition(link_ctx& lc, pn_delivery_t* d) {
     relay::capture_state(m, d);
     m.settled = pn_delivery_settled(d);
     pn_delivery_clear(d);
-    if (m.settled) pn_delivery_settle(d);
+    // A terminal outcome settles it here, as at the owner (a client in
+    // rcv-settle-mode second waits for that).
+    const bool terminal = m.state >= PN_ACCEPTED && m.state <= PN_MODIFIED;
+    if (m.settled || terminal) pn_delivery_settle(d);
     relay_out_.add(lc.relay, std::move(m));
 }
 

@@ -290,6 +290,80 @@ def test_a_client_that_goes_away_returns_its_unsettled_messages_to_the_owner(clu
         direct.close()
 
 
+def drain_until(conn, queue, sentinel, limit=1000):
+    """The ids of the messages in `queue` before `sentinel` (all accepted)."""
+    r = conn.create_receiver(queue, credit=50)
+    seen = []
+    for _ in range(limit):
+        m = r.receive(timeout=10)
+        r.accept()
+        if m.id == sentinel:
+            return seen
+        seen.append(m.id)
+    raise AssertionError("no sentinel in %d messages" % limit)
+
+
+def test_messages_a_relayed_consumer_accepted_are_gone_even_when_it_detaches_at_once(cluster):
+    # Owner -> relay, messages travel several to a delivery and the client's
+    # outcomes go back as control records; a detach right after the last
+    # accept must not hand any accepted message back to the queue.
+    n1, n2 = cluster.nodes
+    conn = connect(n1)
+    try:
+        snd = conn.create_sender("taken")
+        for i in range(300):
+            snd.send(Message(id=i, body="m%d" % i))
+        rcv = conn.create_receiver("taken", credit=100)
+        got = []
+        for _ in range(300):
+            got.append(rcv.receive(timeout=10).id)
+            rcv.accept()
+        rcv.close()
+        assert got == list(range(300))
+        snd.send(Message(id="end", body="sentinel"))
+    finally:
+        conn.close()
+    direct = connect(n2)
+    try:
+        assert drain_until(direct, "taken", "end") == []
+    finally:
+        direct.close()
+
+
+def test_each_message_a_relayed_consumer_took_in_one_batch_gets_its_own_outcome(cluster):
+    # 40 messages reach n1 in a few deliveries; the client accepts some,
+    # releases some and rejects one: each outcome reaches its own message.
+    n1, n2 = cluster.nodes
+    conn = connect(n1)
+    try:
+        snd = conn.create_sender("mixed")
+        for i in range(40):
+            snd.send(Message(id=i, body="m%d" % i))
+        rcv = conn.create_receiver("mixed", credit=40)
+        taken = [rcv.receive(timeout=10).id for _ in range(40)]  # none settled yet
+        assert taken == list(range(40))
+        for i in taken:  # settles the oldest taken first
+            if i == 13:
+                rcv.reject()
+            elif i % 2:
+                rcv.release(delivered=False)
+            else:
+                rcv.accept()
+        rcv.close()
+        snd.send(Message(id="end", body="sentinel"))
+    finally:
+        conn.close()
+    direct = connect(n2)
+    try:
+        back = drain_until(direct, "mixed", "end")
+        assert sorted(back) == [i for i in range(40) if i % 2 and i != 13], back
+        dlq = direct.create_receiver("DLQ", credit=1)
+        assert dlq.receive(timeout=10).id == 13
+        dlq.accept()
+    finally:
+        direct.close()
+
+
 def test_a_relayed_link_to_a_moved_queue_is_redirected_to_the_new_owner():
     c = Cluster(n=3, wlm={"lease-ttl": 1, "poll-interval": 0.05, "rules": '["* -> node:n2"]'})
     try:
