@@ -112,12 +112,16 @@ class Cluster:
         raise AssertionError("timed out waiting for " + what)
 
     def stop(self):
-        """SIGTERM to every node still running; each must exit cleanly (0)."""
+        """SIGTERM to every node still running; each must exit cleanly (0),
+        and so must every node that exited before, unless a test killed it
+        (a node that crashed, or that a sanitizer stopped, fails the test)."""
         codes = {}
         for n in self.nodes:
+            if n.killed:
+                continue
             if n.proc.poll() is None:
                 os.kill(n.pid, signal.SIGCONT)
-                codes[n.node_id] = n.stop()
+            codes[n.node_id] = n.stop()
         bad = {k: v for k, v in codes.items() if v != 0}
         assert not bad, "nodes exited badly: %s" % bad
 

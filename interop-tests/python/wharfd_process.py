@@ -32,6 +32,7 @@ class Wharfd:
         # The log goes to a file: a pipe nobody reads fills up (64 KB) and
         # then blocks the node on its next log line.
         self.log_path = os.path.join(self.dir, "wharfd.log")
+        self.killed = False  # by kill(): its exit status means nothing
         with open(self.log_path, "wb") as log:
             self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log)
         self.port = self._wait_for_port(deadline=time.monotonic() + 10)
@@ -63,6 +64,7 @@ class Wharfd:
 
     def kill(self):
         """SIGKILL: a crash, no chance to sync or close anything."""
+        self.killed = True
         self.proc.kill()
         self.proc.wait(timeout=10)
 
