@@ -164,7 +164,9 @@ class mailbox {
 
 // Messages a connection sends during one event batch, one post per
 // destination at the batch's end (one lock and one wake-up, not one per
-// message). Order per destination is kept.
+// message). Order per destination is kept. The vectors are reused from
+// batch to batch (a post hands back the mailbox's spent one), so a busy
+// relay does not allocate and grow them afresh each time.
 class batch {
   public:
     void add(const std::shared_ptr<mailbox>& to, message&& m) {
@@ -175,16 +177,27 @@ class batch {
                 return;
             }
         }
-        out_.emplace_back(to, std::vector<message>{});
-        out_.back().second.push_back(std::move(m));
+        std::vector<message> ms;
+        if (!spare_.empty()) {
+            ms = std::move(spare_.back());
+            spare_.pop_back();
+        }
+        ms.push_back(std::move(m));
+        out_.emplace_back(to, std::move(ms));
     }
     void flush() {
-        for (auto& [box, ms] : out_) box->post_all(ms);
+        for (auto& [box, ms] : out_) {
+            box->post_all(ms); // hands back the mailbox's spent vector
+            ms.clear();        // (or keeps what a closed mailbox refused: dropped)
+            if (ms.capacity() != 0 && spare_.size() < max_spare) spare_.push_back(std::move(ms));
+        }
         out_.clear();
     }
 
   private:
+    static constexpr size_t max_spare = 4;
     std::vector<std::pair<std::shared_ptr<mailbox>, std::vector<message>>> out_;
+    std::vector<std::vector<message>> spare_;
 };
 
 } // namespace wharf::server::relay
