@@ -393,26 +393,64 @@ def test_a_relayed_link_to_a_moved_queue_is_redirected_to_the_new_owner():
         c.stop()
 
 
-class ManyProducers(MessagingHandler):
-    """`n` connections to `url` with one sender each on `queue`; each sends one
-    message (id = its number) once it has credit. When all n were accepted, one
-    more producer joins and sends too, and the credit it was first given is
-    kept. Gives up after `timeout` seconds (a timer on the container)."""
+class OneMessageEach(MessagingHandler):
+    """Senders that each send one message once they have credit; stops at the
+    first refusal or error, when done() says so, or after `timeout` seconds (a
+    timer on the container). Subclasses open the senders (open) and say what
+    an accepted message means (on_accepted)."""
 
-    def __init__(self, url, queue, n, timeout):
+    def __init__(self, timeout, expected):
         super().__init__()
-        self.url, self.queue, self.n, self.timeout = url, queue, n, timeout
-        self.number = {}         # sender name -> its message id
-        self.connections = []
-        self.accepted = set()
-        self.errors = []
-        self.late_credit = None  # the joining producer's first credit
+        self.timeout, self.expected = timeout, expected
+        self.connections, self.accepted, self.errors = [], set(), []
         self.timer = None
 
     def on_start(self, event):
         self.timer = event.container.schedule(self.timeout, self)
+        self.open(event.container)
+
+    def on_rejected(self, event):
+        self.fail("%s: rejected" % event.delivery.link.name)
+
+    def on_released(self, event):
+        self.fail("%s: released" % event.delivery.link.name)
+
+    def on_link_error(self, event):
+        self.fail("%s: %s" % (event.link.name, event.link.remote_condition))
+
+    def on_transport_error(self, event):
+        self.fail("transport: %s" % event.transport.condition)
+
+    def on_timer_task(self, event):
+        self.timer = None
+        self.fail("timed out after %s s with %d of %d accepted" % (self.timeout, len(self.accepted), self.expected))
+
+    def fail(self, what):
+        self.errors.append(what)
+        self.finish()
+
+    def finish(self):
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        for c in self.connections:
+            c.close()
+
+
+class ManyProducers(OneMessageEach):
+    """`n` connections to `url` with one sender each on `queue`; each sends one
+    message (id = its number). When all n were accepted, one more producer
+    joins and sends too, and the credit it was first given is kept."""
+
+    def __init__(self, url, queue, n, timeout):
+        super().__init__(timeout, n + 1)
+        self.url, self.queue, self.n = url, queue, n
+        self.number = {}         # sender name -> its message id
+        self.late_credit = None  # the joining producer's first credit
+
+    def open(self, container):
         for i in range(self.n):
-            self._open(event.container, i)
+            self._open(container, i)
 
     def _open(self, container, i):
         conn = container.connect(self.url, sasl_enabled=False)
@@ -432,36 +470,7 @@ class ManyProducers(MessagingHandler):
         if len(self.accepted) == self.n:
             self._open(event.container, self.n)
         elif len(self.accepted) > self.n:
-            self._finish()
-
-    def on_rejected(self, event):
-        self.errors.append("%s: rejected" % event.delivery.link.name)
-        self._finish()
-
-    def on_released(self, event):
-        self.errors.append("%s: released" % event.delivery.link.name)
-        self._finish()
-
-    def on_link_error(self, event):
-        self.errors.append("%s: %s" % (event.link.name, event.link.remote_condition))
-        self._finish()
-
-    def on_transport_error(self, event):
-        self.errors.append("transport: %s" % event.transport.condition)
-        self._finish()
-
-    def on_timer_task(self, event):
-        self.timer = None
-        self.errors.append("timed out after %s s with %d of %d accepted" %
-                           (self.timeout, len(self.accepted), self.n + 1))
-        self._finish()
-
-    def _finish(self):
-        if self.timer is not None:
-            self.timer.cancel()
-            self.timer = None
-        for c in self.connections:
-            c.close()
+            self.finish()
 
 
 def test_hundreds_of_client_connections_attach_and_send_through_the_relay(cluster):
@@ -489,22 +498,21 @@ def test_hundreds_of_client_connections_attach_and_send_through_the_relay(cluste
         direct.close()
 
 
-class ManyQueues(MessagingHandler):
+class ManyQueues(OneMessageEach):
     """One connection to `url` with `n` senders, each to a queue never used
     before (`prefix`-i), so that every attach makes the node place a queue;
-    each sends one message once it has credit. Gives up after `timeout` s."""
+    each sends one message."""
 
     def __init__(self, url, prefix, n, timeout):
-        super().__init__()
-        self.url, self.prefix, self.n, self.timeout = url, prefix, n, timeout
-        self.sent, self.accepted, self.errors = set(), set(), []
-        self.conn = self.timer = None
+        super().__init__(timeout, n)
+        self.url, self.prefix, self.n = url, prefix, n
+        self.sent = set()
 
-    def on_start(self, event):
-        self.timer = event.container.schedule(self.timeout, self)
-        self.conn = event.container.connect(self.url, sasl_enabled=False)
+    def open(self, container):
+        conn = container.connect(self.url, sasl_enabled=False)
+        self.connections.append(conn)
         for i in range(self.n):
-            event.container.create_sender(self.conn, "%s-%d" % (self.prefix, i), name="s%d" % i)
+            container.create_sender(conn, "%s-%d" % (self.prefix, i), name="s%d" % i)
 
     def on_sendable(self, event):
         if event.sender.name not in self.sent:
@@ -514,28 +522,7 @@ class ManyQueues(MessagingHandler):
     def on_accepted(self, event):
         self.accepted.add(event.delivery.link.name)
         if len(self.accepted) == self.n:
-            self._finish()
-
-    def on_rejected(self, event):
-        self.errors.append("%s: rejected" % event.delivery.link.name)
-
-    def on_link_error(self, event):
-        self.errors.append("%s: %s" % (event.link.name, event.link.remote_condition))
-
-    def on_transport_error(self, event):
-        self.errors.append("transport: %s" % event.transport.condition)
-        self._finish()
-
-    def on_timer_task(self, event):
-        self.timer = None
-        self.errors.append("timed out after %s s with %d of %d accepted" % (self.timeout, len(self.accepted), self.n))
-        self._finish()
-
-    def _finish(self):
-        if self.timer is not None:
-            self.timer.cancel()
-            self.timer = None
-        self.conn.close()
+            self.finish()
 
 
 def test_a_burst_of_new_queues_keeps_the_node_in_the_cluster():
