@@ -27,11 +27,13 @@
 #include <proton/event.h>
 #include <proton/link.h>
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -240,6 +242,14 @@ class amqp_connection final : public connection_base {
         }
     }
     void top_up_credit(link_ctx& lc);
+    // The credit to add to a producer's link that holds `credit` (in
+    // messages): none until it fell to `refill_at`, then back up to
+    // `window`, but never more than `room` (what it may still be given).
+    static int64_t refill(int64_t credit, int64_t window, int64_t refill_at,
+                          int64_t room = std::numeric_limits<int64_t>::max()) {
+        if (credit > refill_at) return 0;
+        return std::max<int64_t>(0, std::min(window - credit, room));
+    }
     void reject_now(pn_delivery_t* d, errc code, const std::string& description);
     link_ctx* find(engine::link_id id);
     static link_ctx* ctx_of(pn_link_t* l);

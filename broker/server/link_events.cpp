@@ -213,8 +213,8 @@ void amqp_connection::top_up_credit(link_ctx& lc) {
                                                  : settings_.credit_window);
     // Refilled at half the window; a relay's link (two hops to go round)
     // at three quarters, so more of the window is on its way at any time.
-    const int64_t refill_at = lc.batch != 0 ? window * 3 / 4 : window / 2;
-    if (credit <= refill_at) pn_link_flow(lc.link, static_cast<int>(window - credit));
+    if (const int64_t add = refill(credit, window, lc.batch != 0 ? window * 3 / 4 : window / 2); add > 0)
+        pn_link_flow(lc.link, static_cast<int>(add));
 }
 
 void amqp_connection::on_link_flow(pn_link_t* l) {

@@ -75,12 +75,15 @@ void amqp_connection::relay_flow(link_ctx& lc) {
 // (relay_hub::producer_window), granted once half of that is used.
 void amqp_connection::relay_credit(link_ctx& lc) {
     if (!lc.attached || lc.closed || lc.link == nullptr || settings_.relays == nullptr) return;
-    const auto credit = static_cast<uint64_t>(std::max(0, pn_link_credit(lc.link)));
-    const uint64_t window = settings_.relays->producer_window();
-    if (credit > window / 2) return;
-    const uint64_t granted = lc.relay_in + credit; // what the client may send, in all
-    const uint64_t target = std::min(lc.relay_limit, lc.relay_in + window);
-    if (target > granted) pn_link_flow(lc.link, static_cast<int>(target - granted));
+    // The owner's limit caps it: the client may send, in all, what it sent
+    // plus its credit.
+    const int64_t credit = std::max(0, pn_link_credit(lc.link));
+    const auto window = static_cast<int64_t>(settings_.relays->producer_window());
+    const uint64_t granted = lc.relay_in + static_cast<uint64_t>(credit);
+    const auto room = static_cast<int64_t>(
+        std::min<uint64_t>(lc.relay_limit > granted ? lc.relay_limit - granted : 0, INT32_MAX));
+    if (const int64_t add = refill(credit, window, window / 2, room); add > 0)
+        pn_link_flow(lc.link, static_cast<int>(add));
 }
 
 // A transfer from a producer on a relayed link: pass it on whole.

@@ -117,7 +117,7 @@ class Cluster:
         (a node that crashed, or that a sanitizer stopped, fails the test)."""
         codes = {}
         for n in self.nodes:
-            if n.killed:
+            if getattr(n, "killed", False):
                 continue
             if n.proc.poll() is None:
                 os.kill(n.pid, signal.SIGCONT)
