@@ -160,6 +160,7 @@ void peer_connection::end_all(const std::string& why) {
         if (t->link != nullptr) pn_link_set_context(t->link, nullptr);
     }
     twins_.clear();
+    held_detaches_.clear(); // their clients were told above, with the others
 }
 
 void peer_connection::handle(relay::message& m) {
