@@ -136,11 +136,8 @@ void amqp_connection::end_out_batch(link_ctx& lc) {
 
 // A peer's relay: credit, drain and outcomes for the consumers it relays.
 void amqp_connection::on_controls(link_ctx& lc, pn_delivery_t* d) {
-    pn_link_t* l = lc.link;
-    if (l == nullptr || !pn_delivery_readable(d) || pn_delivery_partial(d)) return; // Proton gathers the frames
-    std::string bytes(pn_delivery_pending(d), '\0');
-    pn_link_recv(l, bytes.data(), bytes.size());
-    pn_link_advance(l);
+    std::string bytes;
+    if (lc.link == nullptr || !take_whole(d, bytes)) return;
     std::vector<relay::control> controls;
     if (!relay::parse_controls(bytes, controls)) {
         if (pn_delivery_settled(d)) pn_delivery_settle(d);

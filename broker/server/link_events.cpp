@@ -287,11 +287,8 @@ void amqp_connection::reject_now(pn_delivery_t* d, errc code, const std::string&
 }
 
 void amqp_connection::on_management_request(link_ctx& lc, pn_delivery_t* d) {
-    pn_link_t* l = lc.link;
-    if (l == nullptr || !pn_delivery_readable(d) || pn_delivery_partial(d)) return; // Proton gathers the frames
-    std::string bytes(pn_delivery_pending(d), '\0');
-    pn_link_recv(l, bytes.data(), bytes.size());
-    pn_link_advance(l);
+    std::string bytes;
+    if (lc.link == nullptr || !take_whole(d, bytes)) return;
     auto req = management::decode_request(bytes);
     if (!req) {
         if (pn_delivery_settled(d)) pn_delivery_settle(d);

@@ -98,10 +98,8 @@ void peer_connection::on_batch_outcome(twin& t, pn_delivery_t* d) {
 // Messages from the owner for the client, as transfers to its connection.
 void peer_connection::on_consumer_batch(twin& t, pn_delivery_t* d) {
     pn_link_t* l = t.link;
-    if (!pn_delivery_readable(d) || pn_delivery_partial(d)) return; // Proton gathers the frames
-    std::string bytes(pn_delivery_pending(d), '\0');
-    pn_link_recv(l, bytes.data(), bytes.size());
-    pn_link_advance(l);
+    std::string bytes;
+    if (!take_whole(d, bytes)) return;
     pn_delivery_settle(d);
     if (const int credit = pn_link_credit(l); credit < relay::batch_link_deliveries / 2)
         pn_link_flow(l, relay::batch_link_deliveries - credit);

@@ -5,6 +5,7 @@
 
 #include <proton/codec.h>
 #include <proton/condition.h>
+#include <proton/delivery.h>
 #include <proton/link.h>
 #include <proton/terminus.h>
 
@@ -20,6 +21,18 @@ inline void set_condition(pn_condition_t* c, errc code, std::string_view descrip
     const std::string desc(description);
     pn_condition_set_name(c, name.c_str());
     pn_condition_set_description(c, desc.c_str());
+}
+
+// Takes the whole of an incoming delivery off its link into `out` (and
+// advances the link); false while it is not readable or still partial
+// (Proton gathers its frames).
+inline bool take_whole(pn_delivery_t* d, std::string& out) {
+    if (!pn_delivery_readable(d) || pn_delivery_partial(d)) return false;
+    pn_link_t* l = pn_delivery_link(d);
+    out.assign(pn_delivery_pending(d), '\0');
+    pn_link_recv(l, out.data(), out.size());
+    pn_link_advance(l);
+    return true;
 }
 
 inline std::string terminus_address(pn_terminus_t* t) {

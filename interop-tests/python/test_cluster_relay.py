@@ -303,60 +303,54 @@ def drain_until(conn, queue, sentinel, limit=1000):
     raise AssertionError("no sentinel in %d messages" % limit)
 
 
-def test_messages_a_relayed_consumer_accepted_are_gone_even_when_it_detaches_at_once(cluster):
-    # Owner -> relay, messages travel several to a delivery and the client's
-    # outcomes go back as control records; a detach right after the last
-    # accept must not hand any accepted message back to the queue.
+def left_after_a_relayed_consumer(cluster, queue, n, credit, settle):
+    """Sends n messages (ids 0..n-1) to `queue` through n1, takes them all on a
+    relayed receiver with `credit`, settles them with settle(receiver, id) in
+    order, detaches at once, then returns the ids n2 (the owner) still holds."""
     n1, n2 = cluster.nodes
     conn = connect(n1)
     try:
-        snd = conn.create_sender("taken")
-        for i in range(300):
+        snd = conn.create_sender(queue)
+        for i in range(n):
             snd.send(Message(id=i, body="m%d" % i))
-        rcv = conn.create_receiver("taken", credit=100)
-        got = []
-        for _ in range(300):
-            got.append(rcv.receive(timeout=10).id)
-            rcv.accept()
+        rcv = conn.create_receiver(queue, credit=credit)
+        taken = [rcv.receive(timeout=10).id for _ in range(n)]  # none settled yet
+        assert taken == list(range(n))
+        for i in taken:  # settles the oldest taken first
+            settle(rcv, i)
         rcv.close()
-        assert got == list(range(300))
         snd.send(Message(id="end", body="sentinel"))
     finally:
         conn.close()
     direct = connect(n2)
     try:
-        assert drain_until(direct, "taken", "end") == []
+        return drain_until(direct, queue, "end")
     finally:
         direct.close()
+
+
+def test_messages_a_relayed_consumer_accepted_are_gone_even_when_it_detaches_at_once(cluster):
+    # Owner -> relay, messages travel several to a delivery and the client's
+    # outcomes go back as control records; a detach right after the last
+    # accept must not hand any accepted message back to the queue.
+    assert left_after_a_relayed_consumer(cluster, "taken", 300, 300, lambda rcv, i: rcv.accept()) == []
 
 
 def test_each_message_a_relayed_consumer_took_in_one_batch_gets_its_own_outcome(cluster):
     # 40 messages reach n1 in a few deliveries; the client accepts some,
     # releases some and rejects one: each outcome reaches its own message.
-    n1, n2 = cluster.nodes
-    conn = connect(n1)
+    def settle(rcv, i):
+        if i == 13:
+            rcv.reject()
+        elif i % 2:
+            rcv.release(delivered=False)
+        else:
+            rcv.accept()
+
+    back = left_after_a_relayed_consumer(cluster, "mixed", 40, 40, settle)
+    assert sorted(back) == [i for i in range(40) if i % 2 and i != 13], back
+    direct = connect(cluster.nodes[1])
     try:
-        snd = conn.create_sender("mixed")
-        for i in range(40):
-            snd.send(Message(id=i, body="m%d" % i))
-        rcv = conn.create_receiver("mixed", credit=40)
-        taken = [rcv.receive(timeout=10).id for _ in range(40)]  # none settled yet
-        assert taken == list(range(40))
-        for i in taken:  # settles the oldest taken first
-            if i == 13:
-                rcv.reject()
-            elif i % 2:
-                rcv.release(delivered=False)
-            else:
-                rcv.accept()
-        rcv.close()
-        snd.send(Message(id="end", body="sentinel"))
-    finally:
-        conn.close()
-    direct = connect(n2)
-    try:
-        back = drain_until(direct, "mixed", "end")
-        assert sorted(back) == [i for i in range(40) if i % 2 and i != 13], back
         dlq = direct.create_receiver("DLQ", credit=1)
         assert dlq.receive(timeout=10).id == 13
         dlq.accept()
