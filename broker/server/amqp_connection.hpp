@@ -196,6 +196,7 @@ class amqp_connection final : public connection_base {
     void on_controls(link_ctx& lc, pn_delivery_t* d);
     void batch_deliver(link_ctx& lc, engine::ev_deliver& ev);
     void batch_drained(link_ctx& lc);
+    void open_out_batch(link_ctx& lc);
     void end_out_batch(link_ctx& lc);
     // A message's bytes as they go to the client (a redelivery's header says so).
     std::string_view wire_bytes(const engine::ev_deliver& ev);

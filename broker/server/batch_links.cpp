@@ -92,16 +92,20 @@ void amqp_connection::outcome_in_batch(link_ctx& lc, pn_delivery_t* d, uint32_t 
 
 // ---- a relayed consumer's messages, in batches ----
 
+// The delivery the next records go into (a new one if none is open).
+void amqp_connection::open_out_batch(link_ctx& lc) {
+    if (lc.out != nullptr) return;
+    const uint64_t t = lc.next_tag++;
+    lc.out = pn_delivery(lc.link, pn_dtag(reinterpret_cast<const char*>(&t), sizeof t));
+    mark_dirty(lc); // flush_link ends it at the event batch's end
+}
+
 void amqp_connection::batch_deliver(link_ctx& lc, engine::ev_deliver& ev) {
     pn_link_t* l = lc.link;
     const std::string_view bytes = wire_bytes(ev);
     if (lc.out != nullptr && (lc.out_count >= lc.batch || lc.out_bytes + bytes.size() > relay::max_batch_bytes))
         end_out_batch(lc);
-    if (lc.out == nullptr) {
-        const uint64_t t = lc.next_tag++;
-        lc.out = pn_delivery(l, pn_dtag(reinterpret_cast<const char*>(&t), sizeof t));
-        mark_dirty(lc); // flush_link sends it at the batch's end
-    }
+    open_out_batch(lc);
     char head[relay::delivery_header];
     relay::put_delivery_header(head, ev.settle_on_send ? relay::presettled : 0, ev.seq, bytes.size());
     pn_link_send(l, head, sizeof head);
@@ -113,10 +117,7 @@ void amqp_connection::batch_deliver(link_ctx& lc, engine::ev_deliver& ev) {
 
 // The drain is done: the relay learns it after the messages before it.
 void amqp_connection::batch_drained(link_ctx& lc) {
-    if (lc.out == nullptr) {
-        const uint64_t t = lc.next_tag++;
-        lc.out = pn_delivery(lc.link, pn_dtag(reinterpret_cast<const char*>(&t), sizeof t));
-    }
+    open_out_batch(lc);
     char head[relay::delivery_header];
     relay::put_delivery_header(head, relay::drained, 0, 0);
     pn_link_send(lc.link, head, sizeof head);
