@@ -5,7 +5,7 @@
 # send, receive and pair (200k x 100 B, at-least-once) and latency (one
 # message in flight).
 # B=DIR picks the binaries (default build-release/bin); FRONT_ARGS adds flags
-# to the relaying node (e.g. FRONT_ARGS="--threads 1").
+# to the relaying node (e.g. FRONT_ARGS="--threads 2"), NODE_ARGS to both.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 B=${B:-$root/build-release/bin}  # build it first: scripts/run.sh builds build-release
@@ -19,9 +19,9 @@ metadata = "sqlite:$D/meta.db"
 rules = ["* -> node:n2"]
 mode-rules = ["redir-* -> redirect"]
 T
-$B/wharfd --node-id n2 --listen 127.0.0.1:$p2 --data-dir $D/d2 --config $D/c.toml --log-level warn > /dev/null 2>&1 &
+$B/wharfd --node-id n2 --listen 127.0.0.1:$p2 --data-dir $D/d2 --config $D/c.toml ${NODE_ARGS:-} --log-level warn > /dev/null 2>&1 &
 P2=$!
-$B/wharfd --node-id n1 --listen 127.0.0.1:$p1 --data-dir $D/d1 --config $D/c.toml ${FRONT_ARGS:-} --log-level warn > /dev/null 2>&1 &
+$B/wharfd --node-id n1 --listen 127.0.0.1:$p1 --data-dir $D/d1 --config $D/c.toml ${NODE_ARGS:-} ${FRONT_ARGS:-} --log-level warn > /dev/null 2>&1 &
 P1=$!
 trap 'kill $P1 $P2; wait' EXIT
 for i in $(seq 50); do (echo > /dev/tcp/127.0.0.1/$p1) 2>/dev/null && (echo > /dev/tcp/127.0.0.1/$p2) 2>/dev/null && break; sleep 0.1; done

@@ -152,24 +152,31 @@ def main():
             e = statistics.median(per["example"])
             print("| %s | %.1f | %.1f | %.2f |" % (name, w, e, w / e if e else float("nan")))
 
-    # Threads: the same pair load with 4 connections, wharfd on 1 and 2 workers.
+    # Threads: wharfd on 1 and 2 workers, alternating, the same loads.
+    loads = {
+        "produce+consume (msgs/s)": lambda b: bench(
+            args, "pair", b.url, "--count", str(args.count), "--address", "t1")["msgs_per_s"],
+        "4 producers + 4 consumers (msgs/s)": lambda b: bench(
+            args, "pair", b.url, "--count", str(args.count), "--connections", "4", "--address", "t4",
+            "--threads", "2")["msgs_per_s"],
+        "latency p50 (us)": lambda b: bench(
+            args, "latency", b.url, "--count", "5000", "--address", "tl")["latency"]["p50_us"],
+    }
     thr = {}
     for r in range(args.rounds):
         for t in (1, 2):
             b = Broker("wharfd", args, threads=t)
             try:
-                res = bench(args, "pair", b.url, "--count", str(args.count), "--connections", "4",
-                            "--address", "t", "--threads", "2")
-                thr.setdefault(t, []).append(res["msgs_per_s"])
+                for name, fn in loads.items():
+                    thr.setdefault(name, {}).setdefault(t, []).append(fn(b))
             finally:
                 b.stop()
     print()
-    print("| wharfd --threads | 4 producers + 4 consumers (msgs/s) | vs 1 thread |")
-    print("|---:|---:|---:|")
-    base = statistics.median(thr[1])
-    for t in (1, 2):
-        m = statistics.median(thr[t])
-        print("| %d | %.0f | %.2f |" % (t, m, m / base))
+    print("| wharfd --threads, median of %d | 1 | 2 | 2 / 1 |" % args.rounds)
+    print("|---|---:|---:|---:|")
+    for name, per in thr.items():
+        one, two = statistics.median(per[1]), statistics.median(per[2])
+        print("| %s | %.1f | %.1f | %.2f |" % (name, one, two, two / one))
 
 
 def store_figures(args):

@@ -90,7 +90,7 @@ constexpr std::array<flag_doc, 16> flag_docs = {{
     {"data-dir", "DIR", "Directory for the node's data. Default ./wharf-data"},
     {"node-id", "ID", "This node's AMQP container id. Default wharf-<hostname>"},
     {"log-level", "LEVEL", "One of trace, debug, info, warn, error, off. Default info"},
-    {"threads", "N", "Worker threads; 0 = one per core (max 1024). Default 0"},
+    {"threads", "N", "Worker threads; 0 = one less than the cores, at least 1 (max 1024). Default 0"},
     {"auto-create-queues", "true|false",
      "Create a queue when a link attaches to an unknown address. Default true"},
     {"max-connections", "N", "Open connections allowed; 0 = unlimited. Default 10000"},
@@ -242,6 +242,8 @@ result<node_config, config_error> parse_toml(std::string_view text, std::string_
     return detail::resolve(std::move(base), *file, top_layer{});
 }
 
+unsigned default_threads(unsigned cores) { return cores > 1 ? cores - 1 : 1; }
+
 result<node_config, config_error> load(int argc, const char* const* argv) {
     CLI::App app{"wharfd: the Wharf AMQP 1.0 broker", "wharfd"};
     app.footer(help_footer);
@@ -320,7 +322,7 @@ result<node_config, config_error> load(int argc, const char* const* argv) {
     auto cfg = detail::resolve(node_config{}, file, flags);
     if (!cfg) return cfg;
     if (cfg->node_id.empty()) cfg->node_id = default_node_id();
-    if (cfg->threads == 0) cfg->threads = std::max(1u, std::thread::hardware_concurrency());
+    if (cfg->threads == 0) cfg->threads = default_threads(std::thread::hardware_concurrency());
     return cfg;
 }
 

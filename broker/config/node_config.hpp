@@ -49,7 +49,7 @@ struct node_config {
     std::vector<listener_config> listeners; // default: one on 127.0.0.1:5672
     std::string data_dir;              // default: "./wharf-data"
     std::string log_level = "info";    // trace, debug, info, warn, error, off
-    unsigned threads = 0;              // 0 = number of cores
+    unsigned threads = 0;              // 0 = default_threads(cores)
     bool auto_create_queues = true;
     uint32_t max_connections = 10000;  // 0 = unlimited
     uint64_t max_message_size = 16 * 1024 * 1024; // bytes, advertised on attach
@@ -75,6 +75,13 @@ struct config_error {
 };
 
 // Parses argv (and the file named by --config, if any) into a node_config.
+// The worker threads `threads = 0` stands for on a host with `cores` cores:
+// one less than the cores, at least one. A worker that has no core of its own
+// costs a futex wake and a context switch at every hand-off between
+// connections (docs/broker.md, "Threads"); the last core is left to the
+// kernel's network work and to the clients beside the node.
+unsigned default_threads(unsigned cores);
+
 result<node_config, config_error> load(int argc, const char* const* argv);
 
 // Parses a TOML document (the file's text) on top of `base`; `origin` names

@@ -29,6 +29,10 @@ class Wharfd:
                 f.write(config_text)
             cmd += ["--config", path]
         cmd += list(args)
+        # Two workers whatever the host's cores (the default on two cores is
+        # one), so that hand-offs between threads are exercised.
+        if "--threads" not in args:
+            cmd += ["--threads", "2"]
         # The log goes to a file: a pipe nobody reads fills up (64 KB) and
         # then blocks the node on its next log line.
         self.log_path = os.path.join(self.dir, "wharfd.log")

@@ -46,7 +46,7 @@ TEST_F(node_config_test, no_arguments_gives_the_documented_defaults) {
     EXPECT_EQ(cfg.listeners[0].idle_timeout, 60s);
     EXPECT_EQ(cfg.data_dir, "./wharf-data");
     EXPECT_EQ(cfg.log_level, "info");
-    EXPECT_EQ(cfg.threads, std::max(1u, std::thread::hardware_concurrency()));
+    EXPECT_EQ(cfg.threads, default_threads(std::thread::hardware_concurrency()));
     EXPECT_TRUE(cfg.auto_create_queues);
     EXPECT_EQ(cfg.max_connections, 10000u);
     EXPECT_EQ(cfg.max_message_size, 16u * 1024 * 1024);
@@ -56,9 +56,13 @@ TEST_F(node_config_test, no_arguments_gives_the_documented_defaults) {
     EXPECT_TRUE(cfg.queues.empty());
 }
 
-TEST_F(node_config_test, threads_zero_resolves_to_the_core_count) {
+TEST_F(node_config_test, threads_zero_resolves_to_one_less_than_the_cores) {
     EXPECT_EQ(run_ok({"--threads", "0"}).threads,
-              std::max(1u, std::thread::hardware_concurrency()));
+              default_threads(std::thread::hardware_concurrency()));
+    EXPECT_EQ(default_threads(0), 1u); // the core count is unknown
+    EXPECT_EQ(default_threads(1), 1u);
+    EXPECT_EQ(default_threads(2), 1u);
+    EXPECT_EQ(default_threads(16), 15u);
 }
 
 TEST_F(node_config_test, empty_file_gives_defaults_and_one_listener) {

@@ -56,6 +56,13 @@ wharfd_process::wharfd_process(wharfd_options opts) : opts_(std::move(opts)) {
         args.push_back("--listen");
         args.push_back("127.0.0.1:0");
     }
+    // Two workers whatever the host's cores (the default on two cores is
+    // one), so that the hand-offs between connections on different threads
+    // are exercised by every test.
+    if (std::find(opts_.args.begin(), opts_.args.end(), "--threads") == opts_.args.end()) {
+        args.push_back("--threads");
+        args.push_back("2");
+    }
     if (!opts_.config_toml.empty()) {
         const std::string path = dir_ + "/wharfd.toml";
         std::ofstream(path) << opts_.config_toml;
