@@ -1,9 +1,11 @@
 """Relay mode (the default): a client connected to a node that does not own
 a queue uses it as if it were local; the node relays the link to the owner."""
+import os
+import signal
 import time
 
 import pytest
-from proton import Delivery, Message, Timeout
+from proton import Delivery, Endpoint, Message, Timeout
 from proton.handlers import MessagingHandler
 from proton.reactor import Container
 from proton.utils import ConnectionClosed, LinkDetached, SendException
@@ -334,6 +336,76 @@ def test_messages_a_relayed_consumer_accepted_are_gone_even_when_it_detaches_at_
     # outcomes go back as control records; a detach right after the last
     # accept must not hand any accepted message back to the queue.
     assert left_after_a_relayed_consumer(cluster, "taken", 300, 300, lambda rcv, i: rcv.accept()) == []
+
+
+def unread_bytes(port):
+    """Bytes waiting in the kernel, unread, on the established TCP
+    connections whose local port is `port` (/proc/net/tcp)."""
+    total = 0
+    with open("/proc/net/tcp") as f:
+        for line in f.readlines()[1:]:
+            fields = line.split()
+            local, state, queues = fields[1], fields[3], fields[4]
+            if state == "01" and int(local.split(":")[1], 16) == port:
+                total += int(queues.split(":")[1], 16)
+    return total
+
+
+def pump_until(conn, condition, timeout=10):
+    """Runs conn's I/O until condition(), checked every 10 ms, holds (a
+    BlockingConnection's own wait blocks on input: none comes here)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        try:
+            conn.wait(lambda: False, timeout=0.01)
+        except Timeout:
+            pass
+
+
+def test_a_relayed_consumers_detach_waits_for_outcomes_the_owner_has_not_taken_yet():
+    # The relay passes a client's outcomes to the owner as control
+    # deliveries, on a link where the owner grants credit-window (here 1)
+    # credits at a time. With the owner stopped, the first half of the
+    # accepts goes out on the one credit and the second half waits at the
+    # relay for credit when the client detaches. Written at once, the detach
+    # would overtake that second half and the owner would hand its 150
+    # accepted messages back to the queue; the relay must hold it.
+    c = Cluster(n=2, wlm=PINNED, broker="credit-window = 1\n")
+    n1, n2 = c.nodes
+    try:
+        conn = connect(n1)
+        snd = conn.create_sender("held")
+        for i in range(300):
+            snd.send(Message(id=i, body="m%d" % i))
+        rcv = conn.create_receiver("held", credit=300)
+        assert [rcv.receive(timeout=10).id for _ in range(300)] == list(range(300))
+        before = unread_bytes(n2.port)
+        os.kill(n2.pid, signal.SIGSTOP)
+        try:
+            for _ in range(150):
+                rcv.accept()
+            # The first control delivery has reached the stopped owner: the
+            # relay has no credit left for the next one.
+            pump_until(conn, lambda: unread_bytes(n2.port) > before)
+            for _ in range(150):
+                rcv.accept()
+            rcv.link.close()
+            # n1 answers $management itself, after the frames before it on
+            # this connection (the accepts and the detach).
+            conn.create_sender("$management").close()
+        finally:
+            os.kill(n2.pid, signal.SIGCONT)
+        conn.wait(lambda: rcv.link.state & Endpoint.REMOTE_CLOSED, timeout=10)
+        snd.send(Message(id="end", body="sentinel"))
+        conn.close()
+        direct = connect(n2)
+        try:
+            assert drain_until(direct, "held", "end") == []
+        finally:
+            direct.close()
+    finally:
+        c.stop()
 
 
 def test_each_message_a_relayed_consumer_took_in_one_batch_gets_its_own_outcome(cluster):
