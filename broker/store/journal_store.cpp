@@ -72,8 +72,10 @@ void journal_store::on_remove(std::string_view queue, uint64_t seq) {
 
 // Starts a new segment: what is buffered for the old one goes out first.
 void journal_store::rotate() {
-    if (active_ != 0 && !buf_.empty()) chunks_.push_back({active_, std::move(buf_)});
-    buf_.clear();
+    if (active_ != 0 && !buf_.empty()) {
+        chunks_.push_back({active_, std::move(buf_)});
+        buf_ = writer_->spare();
+    }
     active_ = next_segment_++;
     segments_[active_].size = segment_magic.size();
 }
@@ -119,9 +121,10 @@ uint64_t journal_store::commit() {
     retire_segments();
     if (buf_.empty() && chunks_.empty() && deletes_.empty()) return 0;
     journal_writer::job j{++epoch_, std::move(chunks_), std::move(deletes_)};
-    if (!buf_.empty()) j.chunks.push_back({active_, std::move(buf_)});
-    buf_.clear();
-    buf_.reserve(64 * 1024); // the moved-from buffer has none; avoid regrowing it per run
+    if (!buf_.empty()) {
+        j.chunks.push_back({active_, std::move(buf_)});
+        buf_ = writer_->spare();
+    }
     chunks_.clear();
     deletes_.clear();
     writer_->submit(std::move(j));

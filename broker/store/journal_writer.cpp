@@ -13,6 +13,10 @@
 namespace wharf::store {
 
 namespace {
+constexpr size_t fresh_buffer_bytes = 64 * 1024;
+constexpr size_t max_spares = 4;
+constexpr size_t max_spare_bytes = 8 * 1024 * 1024; // a larger one is freed, not kept
+
 std::string errno_text(const char* what, const std::string& path) {
     return std::string(what) + " " + path + ": " + std::strerror(errno);
 }
@@ -46,6 +50,19 @@ void journal_writer::submit(job&& j) {
         jobs_.push_back(std::move(j));
     }
     cv_.notify_one();
+}
+
+std::string journal_writer::spare() {
+    std::string next;
+    {
+        std::lock_guard lock(mu_);
+        if (!spares_.empty()) {
+            next = std::move(spares_.back());
+            spares_.pop_back();
+        }
+    }
+    if (next.capacity() < fresh_buffer_bytes) next.reserve(fresh_buffer_bytes);
+    return next;
 }
 
 std::string journal_writer::failure() const {
@@ -179,6 +196,15 @@ void journal_writer::run() {
         else if (!was && ok)
             spdlog::info("journal: writing again in {}", dir_);
         if (!batch.empty()) report(batch.back().epoch, ok, reason);
+        {
+            std::lock_guard lock(mu_);
+            for (auto& j : batch)
+                for (auto& c : j.chunks)
+                    if (spares_.size() < max_spares && c.bytes.capacity() <= max_spare_bytes) {
+                        c.bytes.clear();
+                        spares_.push_back(std::move(c.bytes));
+                    }
+        }
         batch.clear();
     }
 }

@@ -37,6 +37,12 @@ class journal_writer {
     journal_writer& operator=(const journal_writer&) = delete;
 
     void submit(job&& j);
+    // An empty buffer for records: one the writer has written out (its
+    // capacity kept, its pages already touched) when there is one, else a
+    // new one with 64 KB reserved. A fresh buffer per commit cost a
+    // reallocation, copies and page faults as it grew (11 % of a durable
+    // producer's node in `perf`).
+    std::string spare();
     bool writable() const { return writable_.load(std::memory_order_acquire); }
     std::string failure() const;
     void set_synced_callback(engine::message_store::synced_fn fn);
@@ -58,6 +64,7 @@ class journal_writer {
     mutable std::mutex mu_;
     std::condition_variable cv_;
     std::deque<job> jobs_;
+    std::vector<std::string> spares_; // written-out buffers, emptied, for spare()
     bool stop_ = false;
     std::string failure_;
     std::atomic<bool> writable_{true};
