@@ -261,8 +261,12 @@ void amqp_connection::flush_link(link_ctx& lc) {
     lc.dirty = false;
     if (lc.out != nullptr && lc.link != nullptr) end_out_batch(lc);
     if (!lc.to_publish.empty()) {
+        // The next batch's vector starts at this one's size: grown from
+        // empty it was reallocated and its messages moved log2(n) times.
+        const size_t n = lc.to_publish.size();
         commands_.push_back(engine::cmd_publish{lc.id, std::move(lc.to_publish)});
-        lc.to_publish.clear();
+        lc.to_publish = {};
+        lc.to_publish.reserve(n);
     }
     if (!lc.to_settle.empty() || !lc.unsent.empty()) {
         engine::cmd_settle c{lc.id, std::move(lc.to_settle), std::nullopt};

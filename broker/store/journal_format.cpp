@@ -27,12 +27,10 @@ size_t begin(std::string& out, record_type t) {
     out.push_back(static_cast<char>(t));
     return at;
 }
+// The length; the checksum stays zero until seal_records.
 void finish(std::string& out, size_t at) {
     const auto len = static_cast<uint32_t>(out.size() - at - record_header_size);
-    const auto* p = reinterpret_cast<const Bytef*>(out.data() + at + record_header_size);
-    const auto crc = static_cast<uint32_t>(crc32(0L, p, len));
     std::memcpy(out.data() + at, &len, 4);
-    std::memcpy(out.data() + at + 4, &crc, 4);
 }
 void put_key(std::string& out, std::string_view queue, uint64_t seq) {
     put<uint16_t>(out, static_cast<uint16_t>(queue.size()));
@@ -68,6 +66,19 @@ void append_remove(std::string& out, std::string_view queue, uint64_t seq) {
 }
 
 void append_noop(std::string& out) { finish(out, begin(out, record_type::noop)); }
+
+void seal_records(std::string& bytes) {
+    size_t at = 0;
+    while (bytes.size() - at >= record_header_size) {
+        uint32_t len = 0;
+        std::memcpy(&len, bytes.data() + at, 4);
+        if (bytes.size() - at - record_header_size < len) break; // not ours: append_* writes whole records
+        const auto* p = reinterpret_cast<const Bytef*>(bytes.data() + at + record_header_size);
+        const auto crc = static_cast<uint32_t>(crc32(0L, p, len));
+        std::memcpy(bytes.data() + at + 4, &crc, 4);
+        at += record_header_size + len;
+    }
+}
 
 read_status read_record(std::string_view data, size_t& pos, record& out) {
     if (pos >= data.size()) return read_status::end;

@@ -125,6 +125,7 @@ bool journal_writer::write_all(const std::string& bytes, std::string& reason) {
 bool journal_writer::write_job(job& j, std::string& reason) {
     for (auto& c : j.chunks) {
         if (!open_segment(c.segment, reason)) return false;
+        seal_records(c.bytes);
         if (!write_all(c.bytes, reason)) return false;
     }
     return true;
@@ -150,6 +151,7 @@ void journal_writer::run() {
             // A probe: can we write and sync again?
             std::string probe;
             append_noop(probe);
+            seal_records(probe);
             ok = open_segment(segment_, reason) && write_all(probe, reason);
         }
         // Deletes wait for a successful sync (a failed batch keeps them for

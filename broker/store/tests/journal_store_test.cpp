@@ -175,6 +175,25 @@ TEST(journal_store, bad_checksum_is_detected) {
     EXPECT_NE(r.warnings[0].find("corrupt record"), std::string::npos) << r.warnings[0];
 }
 
+TEST(journal_format, records_read_back_only_once_sealed) {
+    std::string bytes;
+    append_enqueue(bytes, "q", 7, 2, flag_durable, 0, "body");
+    append_remove(bytes, "q", 7);
+    size_t pos = 0;
+    record r;
+    EXPECT_EQ(read_record(bytes, pos, r), read_status::corrupt); // no checksum yet
+    seal_records(bytes);
+    pos = 0;
+    ASSERT_EQ(read_record(bytes, pos, r), read_status::ok);
+    EXPECT_EQ(r.type, record_type::enqueue);
+    EXPECT_EQ(r.queue, "q");
+    EXPECT_EQ(r.seq, 7u);
+    EXPECT_EQ(r.body, "body");
+    ASSERT_EQ(read_record(bytes, pos, r), read_status::ok);
+    EXPECT_EQ(r.type, record_type::remove);
+    EXPECT_EQ(read_record(bytes, pos, r), read_status::end);
+}
+
 TEST(journal_store, refuses_another_nodes_directory) {
     temp_dir dir;
     {
