@@ -170,7 +170,7 @@ int main(int argc, char** argv) {
     for (auto* t : plugins.entity_types()) management.add_type(*t);
     management.start();
     srv.set_management(&management);
-    spdlog::info("{}: starting with {} threads, {} declared queues", cfg->node_id, cfg->threads,
+    spdlog::info("{}: starting; worker threads: {}, declared queues: {}", cfg->node_id, cfg->threads,
                  cfg->queues.size());
     int rc = 0;
     {
