@@ -19,22 +19,12 @@
 #include <condition_variable>
 #include <mutex>
 #include <thread>
-#include <csignal>
 #include <cstdlib>
 #include <cstring>
-#include <fcntl.h>
 #include <filesystem>
-#include <fstream>
 #include <netinet/in.h>
-#include <poll.h>
-#include <spawn.h>
-#include <sstream>
 #include <sys/socket.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
-
-extern char** environ;
 
 namespace wharf::client::test {
 
@@ -172,49 +162,6 @@ proton::error_condition raw_attach(const std::string& url, const std::string& ad
     std::lock_guard lock(probe.mu);
     if (!done) return proton::error_condition("test:timeout", "no answer from " + url);
     return probe.result;
-}
-
-// ---- run_tool -------------------------------------------------------------------------
-
-std::optional<int> run_tool(const std::vector<std::string>& argv, std::chrono::milliseconds timeout,
-                            std::string* output) {
-    char out_path[] = "/tmp/wharf-client-tool-XXXXXX";
-    const int out_fd = mkstemp(out_path);
-    if (out_fd < 0) return std::nullopt;
-    std::vector<std::string> args = argv;
-    std::vector<char*> cargs;
-    for (auto& a : args) cargs.push_back(a.data());
-    cargs.push_back(nullptr);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, out_fd, STDOUT_FILENO);
-    posix_spawn_file_actions_adddup2(&fa, out_fd, STDERR_FILENO);
-    pid_t pid = -1;
-    const int rc = posix_spawn(&pid, cargs[0], &fa, nullptr, cargs.data(), environ);
-    posix_spawn_file_actions_destroy(&fa);
-    close(out_fd);
-    std::optional<int> code;
-    if (rc == 0) {
-        const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
-        pollfd p{pidfd, POLLIN, 0};
-        int n = -1;
-        do {
-            n = poll(&p, 1, static_cast<int>(timeout.count()));
-        } while (n < 0 && errno == EINTR);
-        if (n <= 0) kill(pid, SIGKILL);
-        int status = 0;
-        waitpid(pid, &status, 0);
-        if (n > 0 && WIFEXITED(status)) code = WEXITSTATUS(status);
-        if (pidfd >= 0) close(pidfd);
-    }
-    if (output != nullptr) {
-        std::ifstream in(out_path);
-        std::stringstream ss;
-        ss << in.rdbuf();
-        *output = (rc == 0 ? "" : std::string("posix_spawn: ") + std::strerror(rc) + "\n") + ss.str();
-    }
-    unlink(out_path);
-    return code;
 }
 
 } // namespace wharf::client::test

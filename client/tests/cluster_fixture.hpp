@@ -5,6 +5,7 @@
 // library), and running the wharf-wlm command. Test thread only.
 
 #include "broker/common/testing/free_port.hpp"
+#include "broker/common/testing/run_tool.hpp"
 #include "broker/server/tests/wharfd_process.hpp"
 
 #include <proton/error_condition.hpp>
@@ -19,6 +20,7 @@
 namespace wharf::client::test {
 
 using wharf::test_support::free_port;
+using wharf::test_support::run_tool;
 
 struct cluster_options {
     // [plugin.wlm] rules; the default pins every queue to n2.
@@ -54,9 +56,5 @@ class two_node_cluster {
 // or "test:timeout" if nothing came within the limit).
 proton::error_condition raw_attach(const std::string& url, const std::string& address, bool sender);
 
-// Runs argv (argv[0] a path) and waits for it, up to `timeout`. The exit
-// code, or nullopt (time-out: it is killed). Its stdout and stderr go to *output.
-std::optional<int> run_tool(const std::vector<std::string>& argv, std::chrono::milliseconds timeout,
-                            std::string* output);
 
 } // namespace wharf::client::test

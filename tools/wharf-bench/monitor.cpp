@@ -59,8 +59,10 @@ bool bench_monitor::over(const snapshot& s, std::uint64_t now) const {
     const auto& t = s.totals;
     // Nothing has happened for --drain-idle (counting from the last attach when
     // no message came yet).
+    // A link's thread may stamp an event after `now` was read (take() runs
+    // later): that is no quiet at all, not a wrapped-around huge one.
     const std::uint64_t last_event = std::max(s.last_progress_ns, s.last_attach_ns);
-    const bool quiet_long = last_event != 0 && now - last_event >= to_ns(options_.drain_idle);
+    const bool quiet_long = last_event != 0 && now > last_event && now - last_event >= to_ns(options_.drain_idle);
     switch (options_.mode) {
     case bench_mode::send:
         return s.senders_finished;

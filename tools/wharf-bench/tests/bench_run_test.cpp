@@ -1,0 +1,56 @@
+// wharf-bench against a real wharfd: what its JSON reports is what moved.
+
+#include "broker/common/testing/run_tool.hpp"
+#include "broker/server/tests/wharfd_process.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace wharf::bench::test {
+namespace {
+
+using wharf::server::test::wharfd_process;
+using wharf::test_support::run_tool;
+
+// Runs wharf-bench with --json --quiet; its report (a failed test if it
+// exited non-zero or printed no JSON).
+nlohmann::json bench(std::vector<std::string> args) {
+    args.insert(args.begin(), WHARF_BENCH_PATH);
+    args.insert(args.end(), {"--json", "--quiet", "--timeout", "20"});
+    std::string out;
+    const auto code = run_tool(args, std::chrono::seconds(60), &out);
+    EXPECT_EQ(code, std::optional<int>(0)) << out;
+    const auto at = out.find('{');
+    if (at == std::string::npos) {
+        ADD_FAILURE() << "no JSON report: " << out;
+        return nlohmann::json::object();
+    }
+    return nlohmann::json::parse(out.substr(at), nullptr, false);
+}
+
+// `receive --drain-idle` ends once nothing came for that long: it takes all
+// a queue holds. It used to end early at random (a link's thread stamped a
+// message after the monitor read the clock, and the difference wrapped
+// around to "idle for ages"), which made drain figures too low.
+TEST(wharf_bench, receive_with_drain_idle_takes_everything_the_queue_holds) {
+    wharfd_process node;
+    ASSERT_TRUE(node.listening()) << node.stderr_text();
+    constexpr int count = 100000;
+    for (int round = 0; round < 3; ++round) {
+        const std::string queue = "drain-idle-" + std::to_string(round);
+        const auto sent = bench({"send", "--url", node.url(), "--address", queue, "--count", std::to_string(count)});
+        ASSERT_EQ(sent.value("accepted", 0), count) << sent.dump();
+        const auto got = bench({"receive", "--url", node.url(), "--address", queue, "--drain-idle", "0.5"});
+        EXPECT_EQ(got.value("received", 0), count) << "round " << round << ": " << got.dump();
+        // Nothing was left behind for a later consumer.
+        const auto rest = bench({"receive", "--url", node.url(), "--address", queue, "--drain-idle", "0.2"});
+        EXPECT_EQ(rest.value("received", -1), 0) << "round " << round << ": " << rest.dump();
+    }
+}
+
+} // namespace
+} // namespace wharf::bench::test
