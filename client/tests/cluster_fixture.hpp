@@ -56,5 +56,4 @@ class two_node_cluster {
 // or "test:timeout" if nothing came within the limit).
 proton::error_condition raw_attach(const std::string& url, const std::string& address, bool sender);
 
-
 } // namespace wharf::client::test
