@@ -19,6 +19,9 @@ namespace wharf::server {
 namespace {
 constexpr pn_millis_t tick_ms = 1000;
 constexpr pn_millis_t shutdown_grace_ms = 3000;
+// How many times one event batch may run a connection's end_batch() (and
+// take the events it raised) before the rest waits for the next batch.
+constexpr int end_batch_rounds = 3;
 
 std::string bound_address(pn_listener_t* l) {
     const pn_netaddr_t* na = pn_listener_addr(l);
@@ -95,12 +98,23 @@ void server::worker() {
         pn_event_batch_t* batch = pn_proactor_wait(proactor_);
         connection_base* conn = nullptr;
         bool finished = false;
-        while (pn_event_t* e = pn_event_batch_next(batch))
-            if (!handle(e, conn)) finished = true;
-        if (conn != nullptr) {
+        pn_event_t* e = pn_event_batch_next(batch);
+        for (int round = 1;; ++round) {
+            for (; e != nullptr; e = pn_event_batch_next(batch))
+                if (!handle(e, conn)) finished = true;
+            if (conn == nullptr) break;
             conn->end_batch();
-            if (conn->finished()) finish(conn);
+            if (conn->finished() || round == end_batch_rounds) break;
+            // What end_batch did (deliveries, dispositions, flow) raised
+            // events and output. Taking them in this same batch lets Proton
+            // write the output when the batch runs dry; left to
+            // pn_proactor_done, it would schedule the connection again
+            // through the proactor's wake-up fd first: two system calls and
+            // a round through its scheduler on every message's path.
+            e = pn_event_batch_next(batch);
+            if (e == nullptr) break;
         }
+        if (conn != nullptr && conn->finished()) finish(conn);
         pn_proactor_done(proactor_, batch);
         if (finished) {
             done_.store(true);

@@ -4,7 +4,6 @@
 // pidfd (no sleeps). Header-only, like free_port.hpp, so any test target can
 // use it without linking anything.
 
-#include <fcntl.h>
 #include <poll.h>
 #include <spawn.h>
 #include <sys/syscall.h>
