@@ -223,6 +223,7 @@ void amqp_connection::end_batch() {
         pn_connection_close(conn_);
     }
     if ((info_stale_ || !info_dirty_.empty()) && !finished_) refresh_info();
+    outbox_->hold_wakes();
     for (engine::link_id id : dirty_links_)
         if (link_ctx* lc = find(id)) flush_link(*lc);
     dirty_links_.clear();
@@ -230,7 +231,9 @@ void amqp_connection::end_batch() {
         engine_.post(std::move(commands_));
         commands_.clear();
     }
+    if (!controls_taken_.empty()) settle_controls();
     if (finished_) {
+        outbox_->release_wakes();
         relay_out_.flush();
         return;
     }
@@ -253,6 +256,7 @@ void amqp_connection::end_batch() {
         engine_.post(std::move(commands_));
         commands_.clear();
     }
+    outbox_->release_wakes();
     relay_out_.flush();
 }
 

@@ -194,6 +194,7 @@ class amqp_connection final : public connection_base {
     void on_batch(link_ctx& lc, pn_delivery_t* d);
     void outcome_in_batch(link_ctx& lc, pn_delivery_t* d, uint32_t index, const error* failed);
     void on_controls(link_ctx& lc, pn_delivery_t* d);
+    void settle_controls();
     void batch_deliver(link_ctx& lc, engine::ev_deliver& ev);
     void batch_drained(link_ctx& lc);
     void open_out_batch(link_ctx& lc);
@@ -263,6 +264,8 @@ class amqp_connection final : public connection_base {
     std::unordered_map<engine::link_id, std::unique_ptr<link_ctx>> links_;
     std::vector<engine::link_id> dirty_links_; // links with commands to flush
     std::vector<engine::command> commands_;
+    // control deliveries (a peer's relay-acks link) taken this batch, not yet settled
+    std::vector<std::pair<engine::link_id, pn_delivery_t*>> controls_taken_;
     std::vector<engine::event> events_;
     std::vector<connection_outbox::resolved> resolutions_;
     std::shared_ptr<relay::mailbox> relay_inbox_;   // answers from peer connections

@@ -158,9 +158,23 @@ void amqp_connection::on_controls(link_ctx& lc, pn_delivery_t* d) {
         }
     }
     // Settled once taken: the relay holds a detach of these links until then.
-    pn_delivery_update(d, PN_ACCEPTED);
-    pn_delivery_settle(d);
+    // The settlement waits for end_batch, so that its frame goes out in the
+    // same write as the messages and outcomes the batch's engine run makes
+    // (answered here, it would be written alone as soon as the batch ran
+    // out of events: one more write here, one more read at the relay).
+    controls_taken_.push_back({lc.id, d});
     top_up_credit(lc);
+}
+
+// What on_controls took this batch: settled, after their commands were posted.
+void amqp_connection::settle_controls() {
+    for (const auto& [id, d] : controls_taken_) {
+        link_ctx* lc = find(id);
+        if (lc == nullptr || lc->link == nullptr) continue; // freed with its link
+        pn_delivery_update(d, PN_ACCEPTED);
+        pn_delivery_settle(d);
+    }
+    controls_taken_.clear();
 }
 
 } // namespace wharf::server

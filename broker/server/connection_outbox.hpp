@@ -22,7 +22,7 @@ class connection_outbox final : public engine::outbox {
     void deliver(std::vector<engine::event>&& events) override {
         std::lock_guard lock(mu_);
         if (conn_ == nullptr) return;
-        const bool wake = pending_.empty() && resolutions_.empty();
+        const bool wake = !holding_ && pending_.empty() && resolutions_.empty();
         if (pending_.empty()) {
             pending_ = std::move(events);
         } else {
@@ -42,7 +42,7 @@ class connection_outbox final : public engine::outbox {
     void deliver_resolution(resolved&& r) {
         std::lock_guard lock(mu_);
         if (conn_ == nullptr) return;
-        const bool wake = pending_.empty() && resolutions_.empty();
+        const bool wake = !holding_ && pending_.empty() && resolutions_.empty();
         resolutions_.push_back(std::move(r));
         if (wake) pn_connection_wake(conn_);
     }
@@ -54,6 +54,22 @@ class connection_outbox final : public engine::outbox {
         std::lock_guard lock(mu_);
         out.swap(pending_);
         res.swap(resolutions_);
+    }
+
+    // Connection thread, around the part of its event batch that takes
+    // events: what arrives meanwhile (mostly from the engine running on this
+    // very thread) is taken before the batch ends, so it needs no wake-up.
+    // A wake-up makes Proton hand the connection back for another batch,
+    // which on the latency path costs a round through the proactor.
+    void hold_wakes() {
+        std::lock_guard lock(mu_);
+        holding_ = true;
+    }
+    // Ends the hold; wakes the connection if events came after its last take.
+    void release_wakes() {
+        std::lock_guard lock(mu_);
+        holding_ = false;
+        if (conn_ != nullptr && (!pending_.empty() || !resolutions_.empty())) pn_connection_wake(conn_);
     }
 
     // Connection thread, before the connection is freed.
@@ -69,6 +85,7 @@ class connection_outbox final : public engine::outbox {
     pn_connection_t* conn_;
     std::vector<engine::event> pending_;
     std::vector<resolved> resolutions_;
+    bool holding_ = false;
 };
 
 } // namespace wharf::server
