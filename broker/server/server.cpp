@@ -21,7 +21,7 @@ constexpr pn_millis_t tick_ms = 1000;
 constexpr pn_millis_t shutdown_grace_ms = 3000;
 // How many times one event batch may run a connection's end_batch() (and
 // take the events it raised) before the rest waits for the next batch.
-constexpr int end_batch_rounds = 3;
+constexpr int end_batch_rounds = 2;
 
 std::string bound_address(pn_listener_t* l) {
     const pn_netaddr_t* na = pn_listener_addr(l);
