@@ -129,6 +129,17 @@ class amqp_connection final : public connection_base {
         // consumer side
         uint64_t sent = 0;
         uint64_t next_tag = 0;
+        // The credit last passed on (to the engine, or to the twin): Proton
+        // raises a link's flow event for our own transfers too, and the
+        // same limit without drain says nothing new.
+        uint64_t credit_said = 0;
+        bool drain_said = false;
+        bool new_credit(uint64_t limit, bool drain) {
+            if (!drain && !drain_said && limit == credit_said) return false;
+            credit_said = limit;
+            drain_said = drain;
+            return true;
+        }
         std::vector<engine::settlement> to_settle;
         std::vector<uint64_t> unsent;
         std::deque<engine::ev_deliver> held; // pre-settled, waiting for credit

@@ -67,6 +67,7 @@ void amqp_connection::relay_flow(link_ctx& lc) {
     m.relay = lc.id;
     m.limit = lc.sent + static_cast<uint64_t>(std::max(0, pn_link_credit(lc.link)));
     m.drain = pn_link_get_drain(lc.link);
+    if (!lc.new_credit(m.limit, m.drain)) return;
     relay_out_.add(lc.relay, std::move(m));
 }
 
