@@ -129,12 +129,16 @@ class amqp_connection final : public connection_base {
         // consumer side
         uint64_t sent = 0;
         uint64_t next_tag = 0;
-        // The credit last passed on (to the engine, or to the twin): Proton
-        // raises a link's flow event for our own transfers too, and the
-        // same limit without drain says nothing new.
+        // The client's credit as last passed on (to the engine, or to the
+        // twin), as an absolute limit. Proton raises a link's flow event for
+        // our own transfers too, and the same limit without drain says
+        // nothing new: new_credit() takes the link's credit and says whether
+        // it is worth passing on.
         uint64_t credit_said = 0;
         bool drain_said = false;
-        bool new_credit(uint64_t limit, bool drain) {
+        bool new_credit() {
+            const uint64_t limit = sent + static_cast<uint64_t>(std::max(0, pn_link_credit(link)));
+            const bool drain = pn_link_get_drain(link);
             if (!drain && !drain_said && limit == credit_said) return false;
             credit_said = limit;
             drain_said = drain;

@@ -110,9 +110,7 @@ void amqp_connection::resolve(link_ctx& lc, size_t index) {
         lc.pending_attach.reset();
         // Credit the client gave while the attach was being resolved.
         if (lc.consumer && lc.link != nullptr) {
-            const uint64_t limit = lc.sent + static_cast<uint64_t>(std::max(0, pn_link_credit(lc.link)));
-            if (lc.new_credit(limit, pn_link_get_drain(lc.link)))
-                commands_.push_back(engine::cmd_credit{lc.id, limit, lc.drain_said});
+            if (lc.new_credit()) commands_.push_back(engine::cmd_credit{lc.id, lc.credit_said, lc.drain_said});
         }
         return;
     }
@@ -222,10 +220,7 @@ void amqp_connection::on_link_flow(pn_link_t* l) {
     if (lc->relayed) return relay_flow(*lc);
     if (lc->batch != 0) return; // the relay's credit comes as control records
     send_held(*lc);
-    const int credit = std::max(0, pn_link_credit(l));
-    const uint64_t limit = lc->sent + static_cast<uint64_t>(credit);
-    if (!lc->new_credit(limit, pn_link_get_drain(l))) return;
-    commands_.push_back(engine::cmd_credit{lc->id, limit, lc->drain_said});
+    if (lc->new_credit()) commands_.push_back(engine::cmd_credit{lc->id, lc->credit_said, lc->drain_said});
 }
 
 void amqp_connection::detach_link(link_ctx& lc) {

@@ -61,13 +61,12 @@ void amqp_connection::relay_attach(link_ctx& lc, const plugins::resolution& r) {
 
 // Credit the client gave a consumer link, as an absolute limit.
 void amqp_connection::relay_flow(link_ctx& lc) {
-    if (!lc.attached || lc.link == nullptr) return;
+    if (!lc.attached || lc.link == nullptr || !lc.new_credit()) return;
     relay::message m;
     m.what = relay::message::kind::flow;
     m.relay = lc.id;
-    m.limit = lc.sent + static_cast<uint64_t>(std::max(0, pn_link_credit(lc.link)));
-    m.drain = pn_link_get_drain(lc.link);
-    if (!lc.new_credit(m.limit, m.drain)) return;
+    m.limit = lc.credit_said;
+    m.drain = lc.drain_said;
     relay_out_.add(lc.relay, std::move(m));
 }
 
