@@ -168,7 +168,7 @@ void sender_client::record_accept_latency(const proton::tracker& t) {
     const auto slot = seq & ring_mask_;
     if (send_seqs_[slot] != seq) return;
     const std::uint64_t now = now_ns();
-    histogram_.record(now - send_times_[slot]);
+    run_.accept_latency().record(now - send_times_[slot]);
     send_seqs_[slot] = UINT64_MAX;
 }
 
@@ -261,7 +261,7 @@ void receiver_client::on_message(proton::delivery& d, proton::message& m) {
             const auto bytes = proton::get<proton::binary>(body);
             if (bytes.size() >= sizeof(std::uint64_t)) {
                 const std::uint64_t sent_at = get_u64(reinterpret_cast<const unsigned char*>(bytes.data()));
-                if (sent_at <= now) histogram_.record(now - sent_at);
+                if (sent_at <= now) run_.e2e_latency().record(now - sent_at);
             }
         }
         if (run_.options().mode == bench_mode::latency) route_receipt(m);

@@ -11,7 +11,6 @@
 // connection to the node that serves the queue; the monitor thread only
 // reads `counters()` and `finished()`.
 
-#include "tools/wharf-bench/histogram.hpp"
 #include "tools/wharf-bench/run_control.hpp"
 
 #include "client/cluster_client.hpp"
@@ -92,8 +91,6 @@ public:
     bool finished() const { return finished_.load(std::memory_order_acquire); }
     // When the link was first attached (0: not yet).
     std::uint64_t attached_ns() const { return attached_ns_.load(std::memory_order_acquire); }
-    // Send mode at-least-once: send-to-accept latency. Read after the run.
-    const latency_histogram& histogram() const { return histogram_; }
 
 private:
     bool closing() const override;
@@ -137,7 +134,6 @@ private:
     link_counters counters_;
     std::atomic<bool> finished_{false};
     std::atomic<std::uint64_t> attached_ns_{0};
-    latency_histogram histogram_;
 };
 
 class receiver_client : public guarded_handler {
@@ -157,8 +153,6 @@ public:
     bool attached() const { return attached_ns_.load(std::memory_order_acquire) != 0; }
     // When the peer attached the link (0: not yet).
     std::uint64_t attached_ns() const { return attached_ns_.load(std::memory_order_acquire); }
-    // Pair/latency mode: end-to-end latency. Read after the run.
-    const latency_histogram& histogram() const { return histogram_; }
 
 private:
     bool closing() const override;
@@ -181,7 +175,6 @@ private:
     std::uint32_t used_since_grant_ = 0;
     link_counters counters_;
     std::atomic<std::uint64_t> attached_ns_{0};
-    latency_histogram histogram_;
 };
 
 } // namespace wharf::bench

@@ -30,16 +30,6 @@ void wait_for(const std::atomic<bool>& flag, std::chrono::steady_clock::duration
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
 }
 
-latency_histogram merged_latency(bench_clients& clients, bool from_senders) {
-    latency_histogram h;
-    for (auto& conn : clients.connections()) {
-        if (from_senders)
-            for (auto& s : conn->senders()) h.merge(s->histogram());
-        else
-            for (auto& r : conn->receivers()) h.merge(r->histogram());
-    }
-    return h;
-}
 
 } // namespace
 
@@ -104,10 +94,10 @@ int main(int argc, char** argv) {
     summary.cpu = {cpu_end.user - cpu_start.user, cpu_end.sys - cpu_start.sys};
     summary.error = run.error();
     if (options.end_to_end()) {
-        summary.latency = merged_latency(clients, false);
+        summary.latency = run.e2e_latency().merged();
         summary.latency_kind = "end-to-end";
     } else if (options.mode == bench_mode::send && !options.at_most_once) {
-        summary.latency = merged_latency(clients, true);
+        summary.latency = run.accept_latency().merged();
         summary.latency_kind = "accept";
     }
 

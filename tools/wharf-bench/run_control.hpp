@@ -4,6 +4,7 @@
 // receive mode. Owned by main; outlives the container. All members are
 // thread-safe (atomics, or the mutex for the error text).
 
+#include "tools/wharf-bench/histogram.hpp"
 #include "tools/wharf-bench/options.hpp"
 
 #include <atomic>
@@ -45,6 +46,12 @@ public:
     // Without a count, returns `wanted`.
     std::uint32_t take_credit(int queue_index, std::uint32_t wanted);
 
+    // Latency, recorded by the thread that saw it, merged after the run:
+    // send to accepted (send mode, at-least-once) and send to arrival
+    // (pair, latency).
+    thread_histograms& accept_latency() { return accept_latency_; }
+    thread_histograms& e2e_latency() { return e2e_latency_; }
+
 private:
     const bench_options& options_;
     std::atomic<bool> stop_sending_{false};
@@ -53,6 +60,8 @@ private:
     std::string error_;
     bool budgeted_ = false;
     std::unique_ptr<std::atomic<std::int64_t>[]> budgets_;
+    thread_histograms accept_latency_;
+    thread_histograms e2e_latency_;
 };
 
 } // namespace wharf::bench
