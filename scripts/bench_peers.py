@@ -137,6 +137,11 @@ def broker_round(args, c, t, rnd, out):
             out.attempt([p, dr], produce_drain)
             pc = "produce+consume %d %s" % (s, d)
             out.attempt([pc], lambda: {pc: run("pair", q + "p", *flags, *bounded)["msgs_per_s"]})
+            if s == 100 and d == "at-least-once" and getattr(t, "owner_url", None):
+                # Issue #5's direct: the same cluster, the client at the owner.
+                out.attempt(["owner pc"], lambda: {"owner pc": bench.bench(
+                    args, "pair", t.owner_url, "--address", "%sowner-r%d" % (t.prefix, rnd), *t.auth,
+                    *flags, *bounded, timeout=10, wall=300)["msgs_per_s"]})
 
     def latency():
         lat = run("latency", "lat", "--count", str(c["latency_count"]))["latency"]

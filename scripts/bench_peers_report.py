@@ -80,6 +80,11 @@ def goals(c, m):
                                  or "no peer"), ok))
     r = ratio(g(pc, "relay"), w)
     out.append(("relayed / direct ≥ 0.95 (produce+consume 100 B at-least-once)", fr(r), None if r is None else r >= 0.95))
+    relayed, owner = g(pc, "relay"), g("owner pc", "relay")
+    r = ratio(relayed, owner)
+    out.append(("the same, direct = client at the owner n2 of the same cluster (issue #5)",
+                "%s (relayed %s, at the owner %s msgs/s)" % (fr(r), fmt(relayed, "msgs/s"), fmt(owner, "msgs/s")),
+                None if r is None else r >= 0.95))
     n = 200000 if 200000 in c["rss_counts"] else c["rss_counts"][0]
     rss = g("rss %d" % n, "wharfd")
     out.append(("RSS holding {:,} × 100 B ≤ 100 MB".format(n), "%s MB" % fmt(rss, "MB"),
@@ -185,7 +190,10 @@ window 1000, at most 1000 unsettled sends per link).
 - Targets: **wharfd** — one node, no plugins. **wharfd relayed** — three
   nodes with the wlm plugin on one SQLite metadata file and the rule
   `* -> node:n2`; the client connects to n1, which relays its links to n2
-  (the owner). Its RSS is the sum of the three nodes. **example broker** —
+  (the owner). Its RSS is the sum of the three nodes. Right after its
+  relayed produce+consume (100 B, at-least-once) the same `pair` runs with
+  the client at n2: the second relayed/direct goal (issue #5's direct).
+  **example broker** —
   Proton C++ `examples/cpp/broker.cpp` built with `-O2`. **RabbitMQ 3.10** —
   Debian's `rabbitmq-server`, a private node (temporary directory, free
   ports, its own epmd, plugin `rabbitmq_amqp1_0`), address `/queue/NAME`,

@@ -151,6 +151,7 @@ class Relay(Target):
                  "--log-level", "warn"], stdout=subprocess.DEVNULL, stderr=log))
             log.close()
         self.url = "127.0.0.1:%d" % ports["n1"]
+        self.owner_url = "127.0.0.1:%d" % ports["n2"]  # direct, in the same cluster
         # Ready once a message goes through n1 to the queue's owner n2.
         deadline = time.monotonic() + 30
         why = "no answer"
