@@ -30,7 +30,6 @@ void wait_for(const std::atomic<bool>& flag, std::chrono::steady_clock::duration
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
 }
 
-
 } // namespace
 
 int main(int argc, char** argv) {
