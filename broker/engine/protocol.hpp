@@ -194,6 +194,8 @@ class outbox {
   public:
     virtual ~outbox() = default;
     // Called on the engine's thread; must not call back into the engine.
+    // It may leave an empty vector with spare capacity in `events`, which
+    // the engine stages the next run's events in.
     virtual void deliver(std::vector<event>&& events) = 0;
 
   private:

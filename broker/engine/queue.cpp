@@ -8,6 +8,62 @@ bool queue_entry::excludes(link_id l) const {
     return excluded && std::find(excluded->begin(), excluded->end(), l) != excluded->end();
 }
 
+void acquired_list::add(queue_entry&& e) {
+    ++live_;
+    if (slots_.empty() || slots_.back().e.seq < e.seq) {
+        slots_.push_back({std::move(e), true});
+        return;
+    }
+    // A redelivered message older than what this consumer holds.
+    auto at = std::lower_bound(slots_.begin(), slots_.end(), e.seq,
+                               [](const slot& x, uint64_t s) { return x.e.seq < s; });
+    slots_.insert(at, {std::move(e), true});
+}
+
+bool acquired_list::take(uint64_t seq, queue_entry& out) {
+    if (slots_.empty()) return false;
+    size_t i = 0;
+    if (slots_.front().e.seq != seq) { // in order is the usual case
+        auto at = std::lower_bound(slots_.begin(), slots_.end(), seq,
+                                   [](const slot& x, uint64_t s) { return x.e.seq < s; });
+        if (at == slots_.end() || at->e.seq != seq) return false;
+        i = static_cast<size_t>(at - slots_.begin());
+    }
+    slot& s = slots_[i];
+    if (!s.live) return false;
+    out = std::move(s.e);
+    s.live = false;
+    s.e.body = message_ref();
+    s.e.excluded.reset();
+    --live_;
+    trim();
+    return true;
+}
+
+void acquired_list::trim() {
+    while (!slots_.empty() && !slots_.front().live) slots_.pop_front();
+    while (!slots_.empty() && !slots_.back().live) slots_.pop_back();
+    // Holes between messages held long (a client that settles around one
+    // it keeps): compact once they outnumber what is held.
+    const size_t holes = slots_.size() - live_;
+    if (holes > 64 && holes > live_) {
+        std::deque<slot> kept;
+        for (auto& s : slots_)
+            if (s.live) kept.push_back(std::move(s));
+        slots_.swap(kept);
+    }
+}
+
+std::vector<queue_entry> acquired_list::take_all() {
+    std::vector<queue_entry> out;
+    out.reserve(live_);
+    for (auto& s : slots_)
+        if (s.live) out.push_back(std::move(s.e));
+    slots_.clear();
+    live_ = 0;
+    return out;
+}
+
 queue::queue(std::string name, config::queue_policy policy, bool dynamic)
     : name_(std::move(name)), policy_(std::move(policy)), dynamic_(dynamic) {}
 
@@ -84,7 +140,7 @@ bool queue::serve_one(consumer& c, int64_t now_ms, dispatch_sink& sink) {
             ++counters_.acknowledged;
         } else {
             sink.deliver(c, e, false);
-            c.acquired.emplace(e.seq, std::move(e));
+            c.acquired.add(std::move(e));
         }
         return true;
     }

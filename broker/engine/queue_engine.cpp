@@ -165,7 +165,7 @@ bool queue_engine::remove(const std::string& name) {
         // Messages out for delivery go too (and leave the store).
         for (auto& [id, c] : consumers_)
             if (c->q == q)
-                for (const auto& [seq, e] : c->acquired) forget_stored(*q, e);
+                c->acquired.for_each([&](const queue_entry& e) { forget_stored(*q, e); });
         touched_.erase(std::remove(touched_.begin(), touched_.end(), q), touched_.end());
         doomed_.erase(std::remove(doomed_.begin(), doomed_.end(), q), doomed_.end());
         delete_queue(q);
@@ -424,10 +424,8 @@ void queue_engine::handle(cmd_settle& c) {
     consumer& con = *it->second;
     queue& q = *con.q;
     for (const settlement& s : c.settlements) {
-        auto a = con.acquired.find(s.seq);
-        if (a == con.acquired.end()) continue;
-        queue_entry e = std::move(a->second);
-        con.acquired.erase(a);
+        queue_entry e;
+        if (!con.acquired.take(s.seq, e)) continue;
         switch (s.outcome) {
         case outcome_kind::accepted:
             q.forget(e);
@@ -477,13 +475,11 @@ void queue_engine::handle(cmd_detach& c) {
             return_entry(q, std::move(e));
         };
         for (uint64_t seq : c.sent_unsettled) {
-            auto a = con.acquired.find(seq);
-            if (a == con.acquired.end()) continue;
-            queue_entry e = std::move(a->second);
-            con.acquired.erase(a);
+            queue_entry e;
+            if (!con.acquired.take(seq, e)) continue;
             seen(std::move(e));
         }
-        for (auto& [seq, e] : con.acquired) {
+        for (auto& e : con.acquired.take_all()) {
             if (c.all_sent) seen(std::move(e));
             else q.restore(std::move(e)); // never reached the client
         }
@@ -509,7 +505,7 @@ void queue_engine::handle(cmd_detach_queues& c) {
                 continue;
             }
             // What the client held unsettled goes back, as on any detach.
-            for (auto& [seq, e] : con.acquired) q->restore(std::move(e));
+            for (auto& e : con.acquired.take_all()) q->restore(std::move(e));
             q->remove_consumer(&con);
             stage(con.out_owner, ev_detach{con.id, c.err, c.redirect});
             it = consumers_.erase(it);

@@ -24,10 +24,14 @@ class connection_outbox final : public engine::outbox {
         if (conn_ == nullptr) return;
         const bool wake = !holding_ && pending_.empty() && resolutions_.empty();
         if (pending_.empty()) {
-            pending_ = std::move(events);
+            // A swap, not a move: the engine's staging vector gets back the
+            // capacity the connection left here after its last take(), so
+            // neither side regrows its vector every run.
+            pending_.swap(events);
         } else {
             pending_.insert(pending_.end(), std::make_move_iterator(events.begin()),
                             std::make_move_iterator(events.end()));
+            events.clear();
         }
         if (wake) pn_connection_wake(conn_);
     }

@@ -185,6 +185,63 @@ TEST(queue_engine, detach_returns_unsettled_with_count) {
     EXPECT_EQ(again[1].delivery_count, 0u);
 }
 
+// Clients may settle in any order, twice, or keep one message while settling
+// everything after it; what each consumer holds stays exact.
+TEST(queue_engine, settlements_in_any_order) {
+    engine_fixture f;
+    auto p = f.producer("q");
+    std::vector<std::string> sent;
+    for (int i = 0; i < 200; ++i) sent.push_back("m" + std::to_string(i));
+    f.publish(p, sent);
+    auto c = f.consumer("q", 300);
+    auto d = f.deliveries();
+    ASSERT_EQ(d.size(), 200u);
+    // Odd ones accepted from the back; the last one twice.
+    for (int i = 199; i > 0; i -= 2) f.settle(c, d[i].seq, outcome_kind::accepted);
+    f.settle(c, d[199].seq, outcome_kind::accepted);
+    EXPECT_EQ(f.stats("q").depth, 100u);
+    EXPECT_EQ(f.stats("q").counters.acknowledged, 100u);
+    // Released ones come back to the same consumer, older than what it holds.
+    f.settle(c, d[50].seq, outcome_kind::released);
+    f.settle(c, d[0].seq, outcome_kind::released);
+    auto again = f.deliveries();
+    ASSERT_EQ(f.bodies(again), (strings{"m50", "m0"}));
+    EXPECT_TRUE(again[1].redelivered);
+    EXPECT_EQ(again[1].seq, d[0].seq);
+    // Every even one but m2 accepted, in order, m0 and m50 by their new deliveries.
+    for (int i = 0; i < 200; i += 2)
+        if (i != 2) f.settle(c, d[i].seq, outcome_kind::accepted);
+    EXPECT_EQ(f.stats("q").depth, 1u);
+    f.engine->post(cmd_detach{c, {d[2].seq}});
+    f.consumer("q", 10);
+    auto last = f.deliveries();
+    ASSERT_EQ(f.bodies(last), (strings{"m2"}));
+    EXPECT_EQ(last[0].delivery_count, 1u);
+}
+
+TEST(queue_engine, one_message_kept_while_later_ones_settle) {
+    engine_fixture f;
+    auto p = f.producer("q");
+    std::vector<std::string> sent;
+    for (int i = 0; i < 1000; ++i) sent.push_back("m" + std::to_string(i));
+    f.publish(p, sent);
+    auto c = f.consumer("q", 1001);
+    auto d = f.deliveries();
+    ASSERT_EQ(d.size(), 1000u);
+    // The client keeps m0 and m500 and settles the rest as they come.
+    for (int i = 1; i < 1000; ++i)
+        if (i != 500) f.settle(c, d[i].seq, outcome_kind::accepted);
+    EXPECT_EQ(f.stats("q").depth, 2u);
+    f.settle(c, d[500].seq, outcome_kind::rejected); // to the dead-letter queue
+    EXPECT_EQ(f.stats("q").depth, 1u);
+    f.settle(c, d[0].seq, outcome_kind::released);
+    auto again = f.deliveries();
+    ASSERT_EQ(f.bodies(again), (strings{"m0"}));
+    f.settle(c, d[0].seq, outcome_kind::accepted);
+    EXPECT_EQ(f.stats("q").depth, 0u);
+    EXPECT_EQ(f.stats("q").counters.acknowledged, 999u);
+}
+
 TEST(queue_engine, presettled_consumer_removes_on_send) {
     engine_fixture f;
     auto p = f.producer("q");
