@@ -56,37 +56,9 @@ std::uint64_t latency_histogram::percentile(double p) const {
     return max_;
 }
 
-namespace {
-std::atomic<std::uint64_t> next_histograms_id{1};
-
-struct cached_histogram {
-    std::uint64_t owner;
-    latency_histogram* h;
-};
-// A thread records into one or two sets (a sender's and a receiver's): a
-// short list is the quickest lookup.
-thread_local std::vector<cached_histogram> thread_cache;
-} // namespace
-
-thread_histograms::thread_histograms() : id_(next_histograms_id.fetch_add(1)) {}
-
-latency_histogram& thread_histograms::local() {
-    for (const auto& c : thread_cache)
-        if (c.owner == id_) return *c.h;
-    auto made = std::make_unique<latency_histogram>();
-    latency_histogram* h = made.get();
-    {
-        std::lock_guard lock(mu_);
-        all_.push_back(std::move(made));
-    }
-    thread_cache.push_back({id_, h});
-    return *h;
-}
-
 latency_histogram thread_histograms::merged() const {
     latency_histogram out;
-    std::lock_guard lock(mu_);
-    for (const auto& h : all_) out.merge(*h);
+    all_.for_each([&](const latency_histogram& h) { out.merge(h); });
     return out;
 }
 

@@ -7,6 +7,8 @@
 // Not thread-safe: each recording thread has its own (thread_histograms
 // below); main merges them after the container has stopped.
 
+#include "tools/wharf-bench/per_thread.hpp"
+
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -44,26 +46,18 @@ private:
     std::uint64_t max_ = 0;
 };
 
-// One latency_histogram per thread that records into it, made on the
-// thread's first record; merged() adds them up once every writer stopped.
-// A histogram is 21 KB: one per link made a run with 20,000 links zero
-// 430 MB at start and scatter each record over all of it.
+// One latency_histogram per thread that records into it (per_thread.hpp);
+// merged() adds them up once every writer stopped.
 class thread_histograms {
 public:
-    thread_histograms();
-    thread_histograms(const thread_histograms&) = delete;
-    thread_histograms& operator=(const thread_histograms&) = delete;
-
     // The calling thread's histogram.
-    latency_histogram& local();
+    latency_histogram& local() { return all_.local(); }
     void record(std::uint64_t value_ns) { local().record(value_ns); }
     // Call only when no thread records any more.
     latency_histogram merged() const;
 
 private:
-    const std::uint64_t id_; // unique per instance: threads cache by it, not by address
-    mutable std::mutex mu_;
-    std::vector<std::unique_ptr<latency_histogram>> all_;
+    per_thread<latency_histogram> all_;
 };
 
 } // namespace wharf::bench

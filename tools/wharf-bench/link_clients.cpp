@@ -107,7 +107,11 @@ void sender_client::poke() {
 }
 
 void sender_client::on_sender_open(proton::sender& s) {
-    if (attached_ns_.load(std::memory_order_relaxed) == 0) attached_ns_.store(now_ns(), std::memory_order_release);
+    if (attached_ns_.load(std::memory_order_relaxed) == 0) {
+        const std::uint64_t now = now_ns();
+        attached_ns_.store(now, std::memory_order_release);
+        run_.link_attached(true, now);
+    }
     sender_ = s;
     queue_.store(&s.work_queue(), std::memory_order_release);
     pump();
@@ -135,8 +139,11 @@ void sender_client::pump() {
             send_one();
         }
     }
-    if ((sent_ >= quota_ || run_.stop_sending() || closing()) && settled_ == sent_)
+    if ((sent_ >= quota_ || run_.stop_sending() || closing()) && settled_ == sent_ &&
+        !finished_.load(std::memory_order_relaxed)) {
         finished_.store(true, std::memory_order_release);
+        run_.sender_finished();
+    }
 }
 
 void sender_client::send_one() {
@@ -153,12 +160,13 @@ void sender_client::send_one() {
     sender_.send(message_, tag_);
     ++sent_;
     send_wanted_ = false;
-    link_counters::bump(counters_.sent);
+    link_counters& counters = run_.counters();
+    link_counters::bump(counters.sent);
     if (pre_settled_) {
         ++settled_;
-        link_counters::bump(counters_.settled);
+        link_counters::bump(counters.settled);
     }
-    counters_.last_progress_ns.store(now, std::memory_order_relaxed);
+    counters.last_progress_ns.store(now, std::memory_order_relaxed);
 }
 
 void sender_client::record_accept_latency(const proton::tracker& t) {
@@ -173,27 +181,28 @@ void sender_client::record_accept_latency(const proton::tracker& t) {
 }
 
 void sender_client::on_tracker_accept(proton::tracker& t) {
-    link_counters::bump(counters_.accepted);
+    link_counters::bump(run_.counters().accepted);
     if (time_accepts_) record_accept_latency(t);
 }
 
 // A rejected or released message will not arrive: in latency mode the pair
 // sends its next one now instead of waiting for a receipt that never comes.
 void sender_client::on_tracker_reject(proton::tracker&) {
-    link_counters::bump(counters_.rejected);
+    link_counters::bump(run_.counters().rejected);
     if (one_at_a_time_) send_wanted_ = true;
 }
 
 void sender_client::on_tracker_release(proton::tracker&) {
-    link_counters::bump(counters_.released);
+    link_counters::bump(run_.counters().released);
     if (one_at_a_time_) send_wanted_ = true;
 }
 
 void sender_client::on_tracker_settle(proton::tracker&) {
     if (pre_settled_) return;  // already counted at send
     ++settled_;
-    link_counters::bump(counters_.settled);
-    counters_.last_progress_ns.store(now_ns(), std::memory_order_relaxed);
+    link_counters& counters = run_.counters();
+    link_counters::bump(counters.settled);
+    counters.last_progress_ns.store(now_ns(), std::memory_order_relaxed);
     pump();
 }
 
@@ -243,7 +252,9 @@ void receiver_client::on_receiver_open(proton::receiver& r) {
     // After a redirect the library has given the new link the credit the old
     // one had left: grant only at the first attach.
     if (attached_ns_.load(std::memory_order_relaxed) != 0) return;
-    attached_ns_.store(now_ns(), std::memory_order_release);
+    const std::uint64_t now = now_ns();
+    attached_ns_.store(now, std::memory_order_release);
+    run_.link_attached(false, now);
     grant(window_);
 }
 
@@ -266,8 +277,9 @@ void receiver_client::on_message(proton::delivery& d, proton::message& m) {
         }
         if (run_.options().mode == bench_mode::latency) route_receipt(m);
     }
-    link_counters::bump(counters_.received);
-    counters_.last_progress_ns.store(now, std::memory_order_relaxed);
+    link_counters& counters = run_.counters();
+    link_counters::bump(counters.received);
+    counters.last_progress_ns.store(now, std::memory_order_relaxed);
     // Refill in batches: once half the window is used, give it back at once.
     if (++used_since_grant_ >= std::max<std::uint32_t>(1, window_ / 2)) {
         grant(used_since_grant_);

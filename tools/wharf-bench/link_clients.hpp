@@ -8,8 +8,8 @@
 //   receiver_client  - one receiving link: credit granted in batches.
 // connection_client (connection_client.hpp) owns them. A link's callbacks run
 // on the thread of the connection it is on — after a redirect, the library's
-// connection to the node that serves the queue; the monitor thread only
-// reads `counters()` and `finished()`.
+// connection to the node that serves the queue. What they do is counted in
+// run_control, per thread.
 
 #include "tools/wharf-bench/run_control.hpp"
 
@@ -32,22 +32,6 @@
 namespace wharf::bench {
 
 class connection_client;
-
-// What a link has done so far. One writer (the connection's thread), any
-// number of readers; relaxed atomics, so a store costs a plain move.
-struct link_counters {
-    std::atomic<std::uint64_t> sent{0};
-    std::atomic<std::uint64_t> settled{0};   // sends the peer settled (or pre-settled ones)
-    std::atomic<std::uint64_t> accepted{0};
-    std::atomic<std::uint64_t> rejected{0};
-    std::atomic<std::uint64_t> released{0};  // released or modified
-    std::atomic<std::uint64_t> received{0};
-    std::atomic<std::uint64_t> last_progress_ns{0};
-
-    static void bump(std::atomic<std::uint64_t>& c) {
-        c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    }
-};
 
 class guarded_handler : public wharf::client::link_handler {
 public:
@@ -87,7 +71,6 @@ public:
     // A receiver on the same connection may call request_send() directly.
     const proton::work_queue* current_queue() const { return queue_.load(std::memory_order_acquire); }
 
-    const link_counters& counters() const { return counters_; }
     bool finished() const { return finished_.load(std::memory_order_acquire); }
     // When the link was first attached (0: not yet).
     std::uint64_t attached_ns() const { return attached_ns_.load(std::memory_order_acquire); }
@@ -131,7 +114,6 @@ private:
     std::vector<std::uint64_t> send_times_;
     std::vector<std::uint64_t> send_seqs_;
     std::uint64_t ring_mask_ = 0;
-    link_counters counters_;
     std::atomic<bool> finished_{false};
     std::atomic<std::uint64_t> attached_ns_{0};
 };
@@ -149,7 +131,6 @@ public:
     // the end of its run, not an error.
     void accept_incoming(proton::receiver& r);
 
-    const link_counters& counters() const { return counters_; }
     bool attached() const { return attached_ns_.load(std::memory_order_acquire) != 0; }
     // When the peer attached the link (0: not yet).
     std::uint64_t attached_ns() const { return attached_ns_.load(std::memory_order_acquire); }
@@ -173,7 +154,6 @@ private:
     proton::receiver receiver_;  // the current link (set on open, dropped on redirect)
     bool incoming_ = false;      // attached by a peer (--listen)
     std::uint32_t used_since_grant_ = 0;
-    link_counters counters_;
     std::atomic<std::uint64_t> attached_ns_{0};
 };
 

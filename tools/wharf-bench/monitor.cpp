@@ -15,37 +15,25 @@ std::uint64_t to_ns(double seconds) { return static_cast<std::uint64_t>(seconds 
 
 std::uint64_t progress_sum(const run_totals& t) { return t.sent + t.settled + t.received; }
 
-void add(run_totals& t, const link_counters& c) {
-    t.sent += c.sent.load(std::memory_order_relaxed);
-    t.settled += c.settled.load(std::memory_order_relaxed);
-    t.accepted += c.accepted.load(std::memory_order_relaxed);
-    t.rejected += c.rejected.load(std::memory_order_relaxed);
-    t.released += c.released.load(std::memory_order_relaxed);
-    t.received += c.received.load(std::memory_order_relaxed);
-}
-
 } // namespace
 
 bench_monitor::bench_monitor(run_control& run, bench_clients& clients, std::uint64_t start_ns)
-    : run_(run), clients_(clients), options_(run.options()), start_ns_(start_ns), last_line_ns_(start_ns) {}
+    : run_(run), clients_(clients), options_(run.options()), start_ns_(start_ns), last_line_ns_(start_ns) {
+    for (auto& conn : clients_.connections()) {
+        senders_ += static_cast<int>(conn->senders().size());
+        receivers_ += static_cast<int>(conn->receivers().size());
+    }
+}
 
+// O(threads), not O(links): links count into run_control as they go.
 bench_monitor::snapshot bench_monitor::take() const {
     snapshot s;
-    for (auto& conn : clients_.connections()) {
-        for (auto& snd : conn->senders()) {
-            add(s.totals, snd->counters());
-            s.last_progress_ns = std::max(s.last_progress_ns, snd->counters().last_progress_ns.load(std::memory_order_relaxed));
-            s.senders_finished = s.senders_finished && snd->finished();
-            s.last_attach_ns = std::max(s.last_attach_ns, snd->attached_ns());
-            s.senders_attached = s.senders_attached && snd->attached_ns() != 0;
-        }
-        for (auto& rcv : conn->receivers()) {
-            add(s.totals, rcv->counters());
-            s.last_progress_ns = std::max(s.last_progress_ns, rcv->counters().last_progress_ns.load(std::memory_order_relaxed));
-            s.receivers_attached = s.receivers_attached && rcv->attached();
-            s.last_attach_ns = std::max(s.last_attach_ns, rcv->attached_ns());
-        }
-    }
+    s.totals = run_.totals();
+    s.last_progress_ns = run_.last_progress_ns();
+    s.senders_finished = run_.senders_finished() >= senders_;
+    s.senders_attached = run_.senders_attached() >= senders_;
+    s.receivers_attached = run_.receivers_attached() >= receivers_;
+    s.last_attach_ns = run_.last_attach_ns();
     return s;
 }
 

@@ -3,7 +3,7 @@
 // threads. Every 10 ms it sums the link counters, decides when the run is over
 // (count reached, duration over, queue drained, error, or no progress for
 // --timeout), prints the per-second progress line, and asks the connections
-// to close. It only reads link clients' atomics and posts work to connections.
+// to close. It only reads run_control's counters and posts work to connections.
 
 #include "tools/wharf-bench/connection_client.hpp"
 #include "tools/wharf-bench/run_control.hpp"
@@ -53,6 +53,8 @@ private:
     run_totals last_line_totals_;
     std::uint64_t all_attached_ns_ = 0;
     std::uint64_t count_at_all_attached_ = 0;
+    int senders_ = 0;    // links of the run
+    int receivers_ = 0;
 };
 
 } // namespace wharf::bench

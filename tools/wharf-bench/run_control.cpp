@@ -25,6 +25,34 @@ void run_control::fail(const std::string& what) {
     set_stop_sending();
 }
 
+run_totals run_control::totals() const {
+    run_totals t;
+    counters_.for_each([&](const link_counters& c) {
+        t.sent += c.sent.load(std::memory_order_relaxed);
+        t.settled += c.settled.load(std::memory_order_relaxed);
+        t.accepted += c.accepted.load(std::memory_order_relaxed);
+        t.rejected += c.rejected.load(std::memory_order_relaxed);
+        t.released += c.released.load(std::memory_order_relaxed);
+        t.received += c.received.load(std::memory_order_relaxed);
+    });
+    return t;
+}
+
+std::uint64_t run_control::last_progress_ns() const {
+    std::uint64_t last = 0;
+    counters_.for_each([&](const link_counters& c) {
+        last = std::max(last, c.last_progress_ns.load(std::memory_order_relaxed));
+    });
+    return last;
+}
+
+void run_control::link_attached(bool sender, std::uint64_t at_ns) {
+    std::uint64_t seen = last_attach_ns_.load(std::memory_order_relaxed);
+    while (seen < at_ns && !last_attach_ns_.compare_exchange_weak(seen, at_ns, std::memory_order_acq_rel)) {
+    }
+    (sender ? senders_attached_ : receivers_attached_).fetch_add(1, std::memory_order_acq_rel);
+}
+
 std::string run_control::error() const {
     std::lock_guard lock(error_mutex_);
     return error_;

@@ -1,11 +1,13 @@
 #pragma once
 // run_control: the state every thread of one run shares: the options, the
-// clock, the stop flag, the first error, and the per-queue credit budgets of
-// receive mode. Owned by main; outlives the container. All members are
-// thread-safe (atomics, or the mutex for the error text).
+// clock, the stop flag, the first error, the per-queue credit budgets of
+// receive mode, and what the links did (counted per thread). Owned by main;
+// outlives the container. All members are thread-safe (atomics, or a mutex).
 
 #include "tools/wharf-bench/histogram.hpp"
 #include "tools/wharf-bench/options.hpp"
+#include "tools/wharf-bench/per_thread.hpp"
+#include "tools/wharf-bench/stats.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -23,6 +25,22 @@ inline std::uint64_t now_ns() {
         std::chrono::duration_cast<std::chrono::nanoseconds>(
             std::chrono::steady_clock::now().time_since_epoch()).count());
 }
+
+// What the links of one thread have done so far. One writer (that thread),
+// any number of readers; relaxed atomics, so a store costs a plain move.
+struct alignas(64) link_counters {
+    std::atomic<std::uint64_t> sent{0};
+    std::atomic<std::uint64_t> settled{0};   // sends the peer settled (or pre-settled ones)
+    std::atomic<std::uint64_t> accepted{0};
+    std::atomic<std::uint64_t> rejected{0};
+    std::atomic<std::uint64_t> released{0};  // released or modified
+    std::atomic<std::uint64_t> received{0};
+    std::atomic<std::uint64_t> last_progress_ns{0};
+
+    static void bump(std::atomic<std::uint64_t>& c) {
+        c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    }
+};
 
 class run_control {
 public:
@@ -52,6 +70,22 @@ public:
     thread_histograms& accept_latency() { return accept_latency_; }
     thread_histograms& e2e_latency() { return e2e_latency_; }
 
+    // The calling thread's counters, for a link's callbacks.
+    link_counters& counters() { return counters_.local(); }
+    // Summed over every thread; the latest message event (0: none).
+    run_totals totals() const;
+    std::uint64_t last_progress_ns() const;
+
+    // Each link reports its first attach, and each sender that it is done,
+    // once: the monitor then reads three numbers, not every link.
+    void link_attached(bool sender, std::uint64_t at_ns);
+    void sender_finished() { senders_finished_.fetch_add(1, std::memory_order_acq_rel); }
+    int senders_attached() const { return senders_attached_.load(std::memory_order_acquire); }
+    int receivers_attached() const { return receivers_attached_.load(std::memory_order_acquire); }
+    int senders_finished() const { return senders_finished_.load(std::memory_order_acquire); }
+    // The latest first attach of any link (0 if none).
+    std::uint64_t last_attach_ns() const { return last_attach_ns_.load(std::memory_order_acquire); }
+
 private:
     const bench_options& options_;
     std::atomic<bool> stop_sending_{false};
@@ -62,6 +96,11 @@ private:
     std::unique_ptr<std::atomic<std::int64_t>[]> budgets_;
     thread_histograms accept_latency_;
     thread_histograms e2e_latency_;
+    per_thread<link_counters> counters_;
+    std::atomic<int> senders_attached_{0};
+    std::atomic<int> receivers_attached_{0};
+    std::atomic<int> senders_finished_{0};
+    std::atomic<std::uint64_t> last_attach_ns_{0};
 };
 
 } // namespace wharf::bench

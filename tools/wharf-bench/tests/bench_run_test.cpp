@@ -52,5 +52,25 @@ TEST(wharf_bench, receive_with_drain_idle_takes_everything_the_queue_holds) {
     }
 }
 
+// Many links on several connections, counted per thread: the totals are
+// every link's, a count run stops at its count, and a duration run reports
+// its steady rate once every link attached.
+TEST(wharf_bench, pair_over_many_links_counts_every_message) {
+    wharfd_process node;
+    ASSERT_TRUE(node.listening()) << node.stderr_text();
+    constexpr int count = 30000;
+    const auto counted = bench({"pair", "--url", node.url(), "--address", "many", "--connections", "3", "--links",
+                                "40", "--queues", "60", "--count", std::to_string(count)});
+    EXPECT_EQ(counted.value("sent", 0), count) << counted.dump();
+    EXPECT_EQ(counted.value("accepted", 0), count) << counted.dump();
+    EXPECT_EQ(counted.value("received", 0), count) << counted.dump();
+
+    const auto timed = bench({"pair", "--url", node.url(), "--address", "timed", "--connections", "2", "--links",
+                              "50", "--queues", "100", "--duration", "1"});
+    EXPECT_GT(timed.value("received", 0), 0) << timed.dump();
+    EXPECT_EQ(timed.value("received", 0), timed.value("accepted", -1)) << timed.dump();
+    EXPECT_GT(timed.value("steady_per_s", 0.0), 0.0) << timed.dump();
+}
+
 } // namespace
 } // namespace wharf::bench::test
