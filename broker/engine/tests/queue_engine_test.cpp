@@ -185,16 +185,21 @@ TEST(queue_engine, detach_returns_unsettled_with_count) {
     EXPECT_EQ(again[1].delivery_count, 0u);
 }
 
+// n messages "m0".."m<n-1>" on queue q, all taken by one consumer with `credit`.
+std::pair<link_id, std::vector<ev_deliver>> numbered_deliveries(engine_fixture& f, int n, uint64_t credit) {
+    auto p = f.producer("q");
+    std::vector<std::string> sent;
+    for (int i = 0; i < n; ++i) sent.push_back("m" + std::to_string(i));
+    f.publish(p, sent);
+    auto c = f.consumer("q", credit);
+    return {c, f.deliveries()};
+}
+
 // Clients may settle in any order, twice, or keep one message while settling
 // everything after it; what each consumer holds stays exact.
 TEST(queue_engine, settlements_in_any_order) {
     engine_fixture f;
-    auto p = f.producer("q");
-    std::vector<std::string> sent;
-    for (int i = 0; i < 200; ++i) sent.push_back("m" + std::to_string(i));
-    f.publish(p, sent);
-    auto c = f.consumer("q", 300);
-    auto d = f.deliveries();
+    const auto [c, d] = numbered_deliveries(f, 200, 300);
     ASSERT_EQ(d.size(), 200u);
     // Odd ones accepted from the back; the last one twice.
     for (int i = 199; i > 0; i -= 2) f.settle(c, d[i].seq, outcome_kind::accepted);
@@ -221,12 +226,7 @@ TEST(queue_engine, settlements_in_any_order) {
 
 TEST(queue_engine, one_message_kept_while_later_ones_settle) {
     engine_fixture f;
-    auto p = f.producer("q");
-    std::vector<std::string> sent;
-    for (int i = 0; i < 1000; ++i) sent.push_back("m" + std::to_string(i));
-    f.publish(p, sent);
-    auto c = f.consumer("q", 1001);
-    auto d = f.deliveries();
+    const auto [c, d] = numbered_deliveries(f, 1000, 1001);
     ASSERT_EQ(d.size(), 1000u);
     // The client keeps m0 and m500 and settles the rest as they come.
     for (int i = 1; i < 1000; ++i)
