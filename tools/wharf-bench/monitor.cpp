@@ -26,14 +26,17 @@ bench_monitor::bench_monitor(run_control& run, bench_clients& clients, std::uint
 }
 
 // O(threads), not O(links): links count into run_control as they go.
+// The counts first (acquire), the totals after: a sender counts its last
+// message before it reports that it is done, so a snapshot that sees every
+// sender done also sees every message they counted.
 bench_monitor::snapshot bench_monitor::take() const {
     snapshot s;
-    s.totals = run_.totals();
-    s.last_progress_ns = run_.last_progress_ns();
     s.senders_finished = run_.senders_finished() >= senders_;
     s.senders_attached = run_.senders_attached() >= senders_;
     s.receivers_attached = run_.receivers_attached() >= receivers_;
     s.last_attach_ns = run_.last_attach_ns();
+    s.totals = run_.totals();
+    s.last_progress_ns = run_.last_progress_ns();
     return s;
 }
 
