@@ -7,6 +7,11 @@
 namespace wharf::engine {
 
 namespace {
+// Emptied batches kept for post_reusing: about one per connection that posts
+// at the same time, and none larger than a big event batch's.
+constexpr size_t kSpareBatches = 16;
+constexpr size_t kSpareMaxCommands = 4096;
+
 int64_t system_clock_ms() {
     using namespace std::chrono;
     return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
@@ -68,6 +73,21 @@ void queue_engine::post(std::vector<command>&& batch) {
     drain_inbox();
 }
 
+void queue_engine::post_reusing(std::vector<command>& batch) {
+    {
+        std::lock_guard lock(mu_);
+        inbox_.push_back(std::move(batch));
+        batch.clear(); // moved from: make it a valid empty vector either way
+        if (!spare_.empty()) {
+            batch.swap(spare_.back());
+            spare_.pop_back();
+        }
+        if (running_) return; // the running thread will pick it up
+        running_ = true;
+    }
+    drain_inbox();
+}
+
 // For threads that must not be kept busy running the strand (the store's
 // writer, plugins' workers): the engine's own runner thread takes it.
 void queue_engine::post_detached(command&& c) {
@@ -95,10 +115,19 @@ void queue_engine::drain_inbox() {
             }
             work.swap(inbox_);
         }
-        for (auto& b : work)
+        for (auto& b : work) {
             for (auto& c : b) run(c);
-        work.clear();
+            b.clear(); // keeps the capacity for post_reusing
+        }
         finish_run();
+        {
+            std::lock_guard lock(mu_);
+            for (auto& b : work) {
+                if (spare_.size() >= kSpareBatches) break;
+                if (b.capacity() != 0 && b.capacity() <= kSpareMaxCommands) spare_.push_back(std::move(b));
+            }
+        }
+        work.clear();
     }
 }
 

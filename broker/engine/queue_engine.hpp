@@ -57,6 +57,11 @@ class queue_engine final : private dispatch_sink {
     // Thread-safe.
     void post(std::vector<command>&& batch);
     void post(command&& c);
+    // Thread-safe: posts batch's commands and leaves batch empty, with the
+    // capacity of a batch that already ran (for a connection that posts a
+    // batch every event batch: its vector is not grown from nothing each
+    // time).
+    void post_reusing(std::vector<command>& batch);
     // Thread-safe; never runs the strand on the calling thread (for threads
     // that have other work: the store's writer, plugins' workers).
     void post_detached(command&& c);
@@ -164,6 +169,7 @@ class queue_engine final : private dispatch_sink {
     // The strand.
     std::mutex mu_;
     std::vector<std::vector<command>> inbox_;
+    std::vector<std::vector<command>> spare_; // emptied batches, for post_reusing
     bool running_ = false;
     std::condition_variable runner_cv_;
     bool runner_wanted_ = false;

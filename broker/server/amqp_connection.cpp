@@ -228,8 +228,7 @@ void amqp_connection::end_batch() {
         if (link_ctx* lc = find(id)) flush_link(*lc);
     dirty_links_.clear();
     if (!commands_.empty()) {
-        engine_.post(std::move(commands_));
-        commands_.clear();
+        engine_.post_reusing(commands_);
     }
     if (!controls_taken_.empty()) settle_controls();
     if (finished_) {
@@ -253,8 +252,7 @@ void amqp_connection::end_batch() {
             if (link_ctx* lc = find(id)) flush_link(*lc);
         dirty_links_.clear();
         if (commands_.empty()) break;
-        engine_.post(std::move(commands_));
-        commands_.clear();
+        engine_.post_reusing(commands_);
     }
     outbox_->release_wakes();
     relay_out_.flush();

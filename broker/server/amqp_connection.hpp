@@ -13,6 +13,7 @@
 // producer's bytes exactly (footer included) and cannot afford a decode and a
 // re-encode per message.
 
+#include "broker/common/fifo.hpp"
 #include "broker/engine/protocol.hpp"
 #include "broker/engine/queue_engine.hpp"
 #include "broker/server/connection_base.hpp"
@@ -114,7 +115,7 @@ class amqp_connection final : public connection_base {
             pn_delivery_t* d;         // nullptr if pre-settled
             uint32_t index;           // the message's place in its batch (0: not a batch)
         };
-        std::deque<awaited> awaiting; // sent to the engine, in order
+        fifo<awaited> awaiting;       // sent to the engine, in order
         // A peer's relay sending batches (see relay_batch.hpp): the most
         // messages in one delivery (0: one each), and what each unsettled
         // batch still waits for.
