@@ -114,8 +114,8 @@ def delivery_flags(s, d):
 
 def broker_round(args, c, t, rnd, out):
     """Every scenario but RSS against one running broker target."""
-    def run(mode, addr, *flags, timeout=10, wall=300):
-        return bench.bench(args, mode, t.url, "--address", "%s%s-r%d" % (t.prefix, addr, rnd), *t.auth,
+    def run(mode, addr, *flags, timeout=10, wall=300, url=t.url):
+        return bench.bench(args, mode, url, "--address", "%s%s-r%d" % (t.prefix, addr, rnd), *t.auth,
                            *flags, timeout=timeout, wall=wall)
     dur = ["--duration", str(c["duration"])]
     for s in c["sizes"]:
@@ -139,9 +139,8 @@ def broker_round(args, c, t, rnd, out):
             out.attempt([pc], lambda: {pc: run("pair", q + "p", *flags, *bounded)["msgs_per_s"]})
             if s == 100 and d == "at-least-once" and getattr(t, "owner_url", None):
                 # Issue #5's direct: the same cluster, the client at the owner.
-                out.attempt(["owner pc"], lambda: {"owner pc": bench.bench(
-                    args, "pair", t.owner_url, "--address", "%sowner-r%d" % (t.prefix, rnd), *t.auth,
-                    *flags, *bounded, timeout=10, wall=300)["msgs_per_s"]})
+                out.attempt(["owner pc"], lambda: {"owner pc": run(
+                    "pair", "owner", *flags, *bounded, url=t.owner_url)["msgs_per_s"]})
 
     def latency():
         lat = run("latency", "lat", "--count", str(c["latency_count"]))["latency"]

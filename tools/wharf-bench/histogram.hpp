@@ -11,9 +11,6 @@
 
 #include <array>
 #include <cstdint>
-#include <memory>
-#include <mutex>
-#include <vector>
 
 namespace wharf::bench {
 
