@@ -63,24 +63,23 @@ void queue_engine::post(command&& c) {
     post(std::move(batch));
 }
 
-void queue_engine::post(std::vector<command>&& batch) {
-    {
-        std::lock_guard lock(mu_);
-        inbox_.push_back(std::move(batch));
-        if (running_) return; // the running thread will pick it up
-        running_ = true;
-    }
-    drain_inbox();
-}
+void queue_engine::post(std::vector<command>&& batch) { enqueue(std::move(batch), nullptr); }
 
-void queue_engine::post_reusing(std::vector<command>& batch) {
+void queue_engine::post_reusing(std::vector<command>& batch) { enqueue(std::move(batch), &batch); }
+
+// Queues the batch and runs the strand here if no thread is running it.
+// give_back (the moved-from batch itself, for post_reusing) gets an emptied
+// batch's vector, if one is spare.
+void queue_engine::enqueue(std::vector<command>&& batch, std::vector<command>* give_back) {
     {
         std::lock_guard lock(mu_);
         inbox_.push_back(std::move(batch));
-        batch.clear(); // moved from: make it a valid empty vector either way
-        if (!spare_.empty()) {
-            batch.swap(spare_.back());
-            spare_.pop_back();
+        if (give_back != nullptr) {
+            give_back->clear(); // moved from: make it a valid empty vector either way
+            if (!spare_.empty()) {
+                give_back->swap(spare_.back());
+                spare_.pop_back();
+            }
         }
         if (running_) return; // the running thread will pick it up
         running_ = true;

@@ -123,6 +123,7 @@ class queue_engine final : private dispatch_sink {
     void handle(cmd_attach_consumer& c);
     void handle(cmd_attach_producer& c);
     void handle(cmd_credit& c);
+    void enqueue(std::vector<command>&& batch, std::vector<command>* give_back);
     void handle(cmd_publish& c);
     void handle(cmd_settle& c);
     void handle(cmd_detach& c);
