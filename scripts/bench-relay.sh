@@ -41,9 +41,25 @@ for round in 1 2 3; do
     scpu=$(python3 -c "tk=$(getconf CLK_TCK); print('n1=%.1f n2=%.1f' % (($(ticks $P1)-$t1)*1e6/tk/200000, ($(ticks $P2)-$t2)*1e6/tk/200000))")
     r=$($B/wharf-bench receive --url 127.0.0.1:$port --address $q --count 200000 --json --quiet | rate received_per_s)
     t1=$(ticks $P1); t2=$(ticks $P2)
-    p=$($B/wharf-bench pair --url 127.0.0.1:$port --address $q-pair --count 200000 --json --quiet | rate received_per_s)
+    # The pair run's rate, wharf-bench's own CPU per message (µs) and the
+    # share of both cores left idle while it ran (/proc/stat): a run bound by
+    # CPU leaves little idle; one bound by waiting between the stages, much.
+    read -r p bcpu idle < <(python3 - $B/wharf-bench pair --url 127.0.0.1:$port --address $q-pair \
+                             --count 200000 --json --quiet <<'PY'
+import json, resource, subprocess, sys
+def stat():
+    v = [int(x) for x in open("/proc/stat").readline().split()[1:]]
+    return v[3] + v[4], sum(v)  # idle + iowait, all
+i0, a0 = stat()
+out = subprocess.run(sys.argv[1:], capture_output=True, text=True, check=True).stdout
+i1, a1 = stat()
+ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(int(json.loads(out)["received_per_s"]), "%.1f" % ((ru.ru_utime + ru.ru_stime) * 1e6 / 200000),
+      "%.0f" % (100.0 * (i1 - i0) / max(1, a1 - a0)))
+PY
+)
     # Each node's CPU per message of the pair run, in µs (the relay's share vs the owner's).
-    cpu=$(python3 -c "tk=$(getconf CLK_TCK); print('n1=%.1f n2=%.1f' % (($(ticks $P1)-$t1)*1e6/tk/200000, ($(ticks $P2)-$t2)*1e6/tk/200000))")
+    cpu=$(python3 -c "tk=$(getconf CLK_TCK); print('n1=%.1f n2=%.1f bench=$bcpu idle_pct=$idle' % (($(ticks $P1)-$t1)*1e6/tk/200000, ($(ticks $P2)-$t2)*1e6/tk/200000))")
     l=$($B/wharf-bench latency --url 127.0.0.1:$port --address $q-lat --count 5000 --json --quiet |
         python3 -c 'import json,sys;L=json.load(sys.stdin)["latency"];print("p50_us=%s p99_us=%s" % (L["p50_us"], L["p99_us"]))')
     echo "$round $where send_per_s=$s send_cpu_us_per_msg $scpu receive_per_s=$r pair_per_s=$p pair_cpu_us_per_msg $cpu latency $l"
