@@ -39,6 +39,7 @@ struct top_layer {
     std::optional<uint64_t> max_message_size;
     std::optional<uint32_t> credit_window;
     std::optional<uint64_t> producer_credit_budget;
+    std::optional<uint64_t> connection_credit_budget;
     std::optional<uint32_t> max_frame_size;
     std::optional<std::chrono::milliseconds> idle_timeout;
     std::optional<std::vector<std::string>> plugins;

@@ -14,11 +14,12 @@ namespace wharf::config {
 namespace detail {
 namespace {
 
-constexpr std::array<std::string_view, 16> top_keys_ = {
+constexpr std::array<std::string_view, 17> top_keys_ = {
     "node-id",       "listen",          "data-dir",         "log-level",
     "threads",       "auto-create-queues", "max-connections", "max-message-size",
-    "credit-window", "producer-credit-budget", "max-frame-size", "idle-timeout",
-    "plugins",       "plugin-dir",      "advertise",        "metadata",
+    "credit-window", "producer-credit-budget", "connection-credit-budget", "max-frame-size",
+    "idle-timeout",  "plugins",         "plugin-dir",       "advertise",
+    "metadata",
 };
 constexpr std::array<std::string_view, 3> listener_keys_ = {"address", "max-frame-size",
                                                             "idle-timeout"};
@@ -189,6 +190,10 @@ std::optional<std::string> set_top_key(top_layer& layer, std::string_view key,
         auto n = integer_in(v, 0, i64_max);
         if (!n) return n.error();
         layer.producer_credit_budget = static_cast<uint64_t>(*n);
+    } else if (key == "connection-credit-budget") {
+        auto n = integer_in(v, 0, i64_max);
+        if (!n) return n.error();
+        layer.connection_credit_budget = static_cast<uint64_t>(*n);
     } else if (key == "max-frame-size") {
         auto n = integer_in(v, amqp_min_max_frame_size, u32_max, "AMQP minimum");
         if (!n) return n.error();

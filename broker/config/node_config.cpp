@@ -83,7 +83,7 @@ struct flag_doc {
 };
 
 // In the order --help lists them; every key of detail::top_keys().
-constexpr std::array<flag_doc, 16> flag_docs = {{
+constexpr std::array<flag_doc, 17> flag_docs = {{
     {"listen", "HOST:PORT",
      "Accept AMQP connections on HOST:PORT (IPv6 as [::1]:5672; port 0 = any free port). "
      "Repeat for several listeners; replaces the file's listeners. Default 127.0.0.1:5672"},
@@ -100,6 +100,9 @@ constexpr std::array<flag_doc, 16> flag_docs = {{
     {"producer-credit-budget", "N",
      "Credit all producer links of the node share: with more than N / credit-window producers "
      "each gets N / producers (at least 20); 0 = no budget. Default 20000"},
+    {"connection-credit-budget", "N",
+     "Credit the producer links of one connection hold together; with more producers than "
+     "fit, they take turns. 0 = no budget. Default 2000"},
     {"max-frame-size", "N",
      "AMQP max-frame-size in bytes, >= 512, for listeners that set none of their own. "
      "Default 65536"},
@@ -179,6 +182,7 @@ result<node_config, config_error> resolve(node_config base, const file_layer& fi
     pick(cfg.max_message_size, f.max_message_size, flags.max_message_size);
     pick(cfg.credit_window, f.credit_window, flags.credit_window);
     pick(cfg.producer_credit_budget, f.producer_credit_budget, flags.producer_credit_budget);
+    pick(cfg.connection_credit_budget, f.connection_credit_budget, flags.connection_credit_budget);
     pick(cfg.plugins, f.plugins, flags.plugins);
     pick(cfg.plugin_dir, f.plugin_dir, flags.plugin_dir);
     pick(cfg.advertise, f.advertise, flags.advertise);

@@ -55,6 +55,7 @@ struct node_config {
     uint64_t max_message_size = 16 * 1024 * 1024; // bytes, advertised on attach
     uint32_t credit_window = 1000;     // producer link credit; refilled at half
     uint64_t producer_credit_budget = 20000; // shared by all producer links (0 = none)
+    uint64_t connection_credit_budget = 2000; // shared by one connection's producer links, in turns (0 = none)
     queue_policy queue_defaults;
     std::vector<queue_declaration> queues;
 

@@ -16,7 +16,7 @@ amqp_connection::amqp_connection(pn_connection_t* c, const connection_settings& 
                                  engine::queue_engine& engine, std::atomic<uint64_t>& link_ids)
     : conn_(c), settings_(s), engine_(engine), link_ids_(link_ids),
       outbox_(std::make_shared<connection_outbox>(c)), relay_inbox_(std::make_shared<relay::mailbox>(c)),
-      serial_(link_ids.fetch_add(1, std::memory_order_relaxed) + 1) {
+      pool_(s.connection_credit), serial_(link_ids.fetch_add(1, std::memory_order_relaxed) + 1) {
     bind_to(c);
     info_.id = serial_;
     info_.opened_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -74,6 +74,12 @@ void amqp_connection::refuse(errc code, std::string description) {
     refused_ = true;
     refuse_code_ = code;
     refuse_description_ = std::move(description);
+}
+
+void amqp_connection::on_tick() {
+    if (!pool_line_.load(std::memory_order_relaxed)) return;
+    tick_due_.store(true, std::memory_order_relaxed);
+    pn_connection_wake(conn_); // safe: the server holds its table lock (see request_shutdown)
 }
 
 void amqp_connection::request_shutdown() {
@@ -254,6 +260,7 @@ void amqp_connection::end_batch() {
         if (commands_.empty()) break;
         engine_.post_reusing(commands_);
     }
+    if (pool_.waiting() != 0 || pool_line_.load(std::memory_order_relaxed)) serve_credit_line();
     outbox_->release_wakes();
     relay_out_.flush();
 }

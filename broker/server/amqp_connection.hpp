@@ -18,6 +18,7 @@
 #include "broker/engine/queue_engine.hpp"
 #include "broker/server/connection_base.hpp"
 #include "broker/server/connection_outbox.hpp"
+#include "broker/server/credit_pool.hpp"
 #include "broker/server/relay_batch.hpp"
 #include "broker/server/relay_hub.hpp"
 #include "broker/server/relay_protocol.hpp"
@@ -56,6 +57,8 @@ struct connection_settings {
     std::vector<plugins::address_resolver*> resolvers;
     uint64_t max_message_size = 0;  // 0 = unlimited
     uint32_t credit_window = 1000;
+    uint64_t connection_credit = 0; // producer credit a connection's links hold together (0 = no limit)
+    tick_requests* ticks = nullptr;  // the server's, for a connection that wants sooner ticks
 };
 
 // What management sees of a connection (a copy, any thread).
@@ -91,6 +94,9 @@ class amqp_connection final : public connection_base {
     void request_shutdown() override;
     // Any thread: close with amqp:connection:forced and this description.
     void request_close(std::string description);
+    // Any thread, at the server's tick (once a second, or every few
+    // milliseconds while some connection's producers wait for credit).
+    void on_tick() override;
     connection_info info() const;
     uint64_t serial() const { return serial_; }
 
@@ -168,6 +174,7 @@ class amqp_connection final : public connection_base {
         uint64_t relay_in = 0;        // transfers from the client (client sends)
         uint64_t relay_limit = 0;     // client sends: transfers the owner allows in all
         credit_budget::share producer_share; // producers, while open: their part of the node's (or the relay's) budget
+        credit_pool::share pool;      // producers to a named queue: their part of the connection's credit
         uint64_t relay_ids = 0;       // numbers the client's transfers (see relay::message::id)
         // anonymous relay: a twin (null target) at each node that owns a `to`
         struct anon_twin {
@@ -260,6 +267,10 @@ class amqp_connection final : public connection_base {
         }
     }
     void top_up_credit(link_ctx& lc);
+    // End of a batch: credit that came back to the pool goes to the links
+    // waiting for it, in turn (see credit_pool); after a tick, idle links'
+    // credit is forgiven first.
+    void serve_credit_line();
     // The credit to add to a producer's link that holds `credit` (in
     // messages): none until it fell to `refill_at`, then back up to
     // `window`, but never more than `room` (what it may still be given).
@@ -292,6 +303,10 @@ class amqp_connection final : public connection_base {
     // a peer's relay: its numbers for the consumer links it takes in batches
     std::unordered_map<uint64_t, engine::link_id> relay_links_;
     std::string scratch_;
+    credit_pool pool_;
+    engine::link_id pool_turn_ = 0;            // the link serve_credit_line() is serving
+    std::atomic<bool> pool_line_{false};       // links wait for credit: on_tick() wakes us
+    std::atomic<bool> tick_due_{false};        // a tick came: forgive idle links' credit
     bool finished_ = false;
     bool refused_ = false;
     errc refuse_code_ = errc::resource_limit_exceeded;

@@ -194,6 +194,9 @@ void amqp_connection::handle(engine::ev_attached& ev) {
     lc->attached = true;
     if (!lc->consumer) {
         if (settings_.producers != nullptr) lc->producer_share = credit_budget::share(*settings_.producers);
+        // A client's producer to a named queue takes its credit from the
+        // connection's pool (a peer's batches and anonymous links do not).
+        if (pool_.enabled() && lc->batch == 0 && !lc->anonymous) pool_.join(lc->pool);
         top_up_credit(*lc);
     }
 }
@@ -205,13 +208,38 @@ void amqp_connection::top_up_credit(link_ctx& lc) {
     // In messages: a batch spends a credit for each of its messages (see
     // relay_batch.hpp), though Proton counts it as one delivery.
     const int64_t credit = int64_t{pn_link_credit(lc.link)} - static_cast<int64_t>(lc.batch_extra);
-    const auto window = static_cast<int64_t>(settings_.producers != nullptr
-                                                 ? settings_.producers->window(settings_.credit_window)
-                                                 : settings_.credit_window);
+    auto window = static_cast<int64_t>(settings_.producers != nullptr
+                                           ? settings_.producers->window(settings_.credit_window)
+                                           : settings_.credit_window);
+    if (lc.pool.joined) {
+        // What it used goes back to the connection's pool; it holds at most
+        // its part of that.
+        pool_.holds(lc.pool, credit);
+        window = pool_.window(window);
+    }
     // Refilled at half the window; a relay's link (two hops to go round)
     // at three quarters, so more of the window is on its way at any time.
-    if (const int64_t add = refill(credit, window, lc.batch != 0 ? window * 3 / 4 : window / 2); add > 0)
-        pn_link_flow(lc.link, static_cast<int>(add));
+    int64_t add = refill(credit, window, lc.batch != 0 ? window * 3 / 4 : window / 2);
+    if (lc.pool.joined) add = pool_.grant(lc.pool, lc.id, add, pool_turn_ == lc.id);
+    if (add > 0) pn_link_flow(lc.link, static_cast<int>(add));
+}
+
+void amqp_connection::serve_credit_line() {
+    if (tick_due_.exchange(false, std::memory_order_relaxed))
+        for (auto& [id, lc] : links_) pool_.tick(lc->pool);
+    for (engine::link_id id = pool_.next(); id != 0; id = pool_.next()) {
+        link_ctx* lc = find(id);
+        if (lc == nullptr) continue;
+        credit_pool::served(lc->pool);
+        pool_turn_ = id;
+        top_up_credit(*lc);
+        pool_turn_ = 0;
+    }
+    // Still waiting: the pool is held, perhaps by links that stopped
+    // sending; ask the server for ticks every few milliseconds until not.
+    const bool waiting = pool_.waiting() != 0;
+    pool_line_.store(waiting, std::memory_order_relaxed);
+    if (waiting && settings_.ticks != nullptr) settings_.ticks->want();
 }
 
 void amqp_connection::on_link_flow(pn_link_t* l) {
@@ -245,6 +273,7 @@ void amqp_connection::detach_link(link_ctx& lc) {
     lc.awaiting.clear();
     lc.batches.clear();
     lc.producer_share.release();
+    pool_.leave(lc.pool);
 }
 
 void amqp_connection::on_link_close(pn_link_t* l, bool closed) {

@@ -43,12 +43,15 @@ server::server(const config::node_config& cfg, engine::queue_engine& engine,
       relays_([this](const std::string& node, const std::string& host, uint16_t port) {
           return connect_peer(node, host, port);
       }),
-      producer_budget_(cfg.producer_credit_budget) {
+      producer_budget_(cfg.producer_credit_budget), ticks_(proactor_),
+      engine_ticked_(std::chrono::steady_clock::now()) {
     settings_.relays = &relays_;
     settings_.producers = &producer_budget_;
     settings_.node_id = cfg.node_id;
     settings_.max_message_size = cfg.max_message_size;
     settings_.credit_window = cfg.credit_window;
+    settings_.connection_credit = cfg.connection_credit_budget;
+    settings_.ticks = &ticks_;
 }
 
 server::~server() {
@@ -161,8 +164,21 @@ bool server::handle(pn_event_t* e, connection_base*& conn) {
             pn_proactor_disconnect(proactor_, cond);
             pn_condition_free(cond);
         } else {
-            engine_.post(engine::cmd_tick{});
-            pn_proactor_set_timeout(proactor_, tick_ms);
+            // The engine ticks once a second; connections at every tick,
+            // which comes every few milliseconds while one asks for it.
+            const auto now = std::chrono::steady_clock::now();
+            auto since = std::chrono::duration_cast<std::chrono::milliseconds>(now - engine_ticked_).count();
+            if (since >= tick_ms) {
+                engine_.post(engine::cmd_tick{});
+                engine_ticked_ = now;
+                since = 0;
+            }
+            {
+                std::lock_guard lock(table_mu_);
+                for (auto& [pc, conn] : connections_) conn->on_tick();
+            }
+            pn_proactor_set_timeout(proactor_, ticks_.take() ? tick_requests::fast_ms
+                                                             : static_cast<pn_millis_t>(tick_ms - since));
         }
         return true;
     case PN_PROACTOR_INACTIVE:

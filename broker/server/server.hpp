@@ -17,6 +17,7 @@
 #include <proton/proactor.h>
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -86,6 +87,8 @@ class server {
     std::unordered_map<pn_connection_t*, std::unique_ptr<connection_base>> connections_;
     relay_hub relays_;
     credit_budget producer_budget_; // every producer link of this node (settings_.producers)
+    tick_requests ticks_;           // connections asking for sooner ticks (settings_.ticks)
+    std::chrono::steady_clock::time_point engine_ticked_; // the last cmd_tick (timeout handler only)
 };
 
 } // namespace wharf::server

@@ -52,6 +52,7 @@ TEST_F(node_config_test, no_arguments_gives_the_documented_defaults) {
     EXPECT_EQ(cfg.max_message_size, 16u * 1024 * 1024);
     EXPECT_EQ(cfg.credit_window, 1000u);
     EXPECT_EQ(cfg.producer_credit_budget, 20000u);
+    EXPECT_EQ(cfg.connection_credit_budget, 2000u);
     expect_default_policy(cfg.queue_defaults);
     EXPECT_TRUE(cfg.queues.empty());
 }
@@ -122,6 +123,8 @@ auto-create-queues = false
 max-connections = 50
 max-message-size = 1024
 credit-window = 20
+producer-credit-budget = 300
+connection-credit-budget = 40
 max-frame-size = 4096
 idle-timeout = 2.5
 
@@ -166,6 +169,8 @@ TEST_F(node_config_test, every_key_from_the_file) {
     EXPECT_EQ(cfg.max_connections, 50u);
     EXPECT_EQ(cfg.max_message_size, 1024u);
     EXPECT_EQ(cfg.credit_window, 20u);
+    EXPECT_EQ(cfg.producer_credit_budget, 300u);
+    EXPECT_EQ(cfg.connection_credit_budget, 40u);
 
     ASSERT_EQ(cfg.listeners.size(), 4u);
     EXPECT_EQ(cfg.listeners[0].host, "10.0.0.1");
@@ -214,6 +219,7 @@ TEST_F(node_config_test, every_key_from_flags) {
                        "--data-dir", "d", "--log-level", "trace", "--threads", "5",
                        "--auto-create-queues", "false", "--max-connections", "0",
                        "--max-message-size", "999", "--credit-window", "1",
+                       "--producer-credit-budget", "0", "--connection-credit-budget", "0",
                        "--max-frame-size", "512", "--idle-timeout", "0.25"});
     EXPECT_EQ(cfg.node_id, "n2");
     ASSERT_EQ(cfg.listeners.size(), 2u);
@@ -232,6 +238,8 @@ TEST_F(node_config_test, every_key_from_flags) {
     EXPECT_EQ(cfg.max_connections, 0u);
     EXPECT_EQ(cfg.max_message_size, 999u);
     EXPECT_EQ(cfg.credit_window, 1u);
+    EXPECT_EQ(cfg.producer_credit_budget, 0u);
+    EXPECT_EQ(cfg.connection_credit_budget, 0u);
 }
 
 TEST_F(node_config_test, flags_override_the_file) {
@@ -348,7 +356,7 @@ TEST_F(node_config_test, help_lists_every_flag_and_says_the_file_has_the_same_ke
     for (const char* flag :
          {"--config", "--listen", "--data-dir", "--node-id", "--log-level", "--threads",
           "--auto-create-queues", "--max-connections", "--max-message-size", "--credit-window",
-          "--max-frame-size", "--idle-timeout", "--help", "--version"})
+          "--producer-credit-budget", "--connection-credit-budget", "--max-frame-size", "--idle-timeout", "--help", "--version"})
         EXPECT_NE(err.message.find(flag), std::string::npos) << flag;
     EXPECT_NE(err.message.find("key of the same name"), std::string::npos) << err.message;
 }
@@ -403,6 +411,8 @@ TEST_F(node_config_test, file_out_of_range_numbers_name_the_key) {
                {"key 'max-connections'", "above the maximum of 4294967295"});
     file_error("threads = 5000\n", 1, {"key 'threads'", "above the maximum of 1024"});
     file_error("credit-window = 0\n", 1, {"key 'credit-window'", "below the minimum of 1"});
+    file_error("connection-credit-budget = -1\n", 1, {"key 'connection-credit-budget'", "-1 is negative"});
+    file_error("connection-credit-budget = \"lots\"\n", 1, {"key 'connection-credit-budget'"});
     file_error("max-message-size = -5\n", 1, {"key 'max-message-size'", "negative"});
     file_error("idle-timeout = -0.5\n", 1, {"key 'idle-timeout'", "negative"});
     file_error("idle-timeout = 0.0001\n", 1, {"key 'idle-timeout'", "below 1 ms"});
@@ -485,6 +495,7 @@ TEST_F(node_config_test, flag_errors_name_the_flag_and_the_value) {
     flag_error({"--idle-timeout", "5s"}, {"--idle-timeout '5s'", "number of seconds"});
     flag_error({"--idle-timeout=-1"}, {"--idle-timeout '-1'", "negative"});
     flag_error({"--credit-window", "0"}, {"--credit-window '0'", "minimum of 1"});
+    flag_error({"--connection-credit-budget", "many"}, {"--connection-credit-budget 'many'"});
     flag_error({"--node-id", ""}, {"--node-id ''", "must not be empty"});
 }
 

@@ -59,6 +59,70 @@ TEST_F(producers, many_producers_share_the_node_credit_budget) {
     r.settle_all(settle_as::accept);
 }
 
+// The producers of one connection share its connection-credit-budget: with
+// two holding the whole of it, a third starts with 20 credits; it gets more
+// once the idle two's credit stops counting (at the next tick), and every
+// message is accepted.
+TEST_F(producers, a_connections_producers_share_its_credit_budget) {
+    if (relay_mode())
+        GTEST_SKIP() << "a relayed producer's credit is the owner's (relay_credit), not the front's pool";
+    start_broker({.args = {"--credit-window", "100", "--connection-credit-budget", "200"}});
+    auto c = connect();
+    test_sender a = c->open_sender("pool-q");
+    ASSERT_TRUE(a.wait_open()) << a.wait_error();
+    ASSERT_TRUE(a.wait_credit_at_least(100)) << a.credit();
+    test_sender b = c->open_sender("pool-q");
+    ASSERT_TRUE(b.wait_open()) << b.wait_error();
+    ASSERT_TRUE(b.wait_credit_at_least(100)) << b.credit();
+    test_sender late = c->open_sender("pool-q");
+    ASSERT_TRUE(late.wait_open()) << late.wait_error();
+    ASSERT_TRUE(late.wait_credit_at_least(20)) << late.credit();
+    EXPECT_EQ(late.credit(), 20) << "the budget is spent: a new producer starts with a chunk";
+    EXPECT_EQ(a.credit() + b.credit(), 200);
+    for (int i = 0; i < 60; ++i) late.send(text_message("late" + std::to_string(i)));
+    auto outs = late.wait_outcomes(60);
+    ASSERT_EQ(outs.size(), 60u) << "the third producer got more credit than its first 20";
+    for (size_t i = 0; i < outs.size(); ++i) EXPECT_EQ(outs[i].kind, outcome_kind::accepted) << "message " << i;
+    a.send(text_message("a"));
+    b.send(text_message("b"));
+    ASSERT_EQ(a.wait_outcomes(1).size(), 1u);
+    ASSERT_EQ(b.wait_outcomes(1).size(), 1u);
+    test_receiver r = c->open_receiver("pool-q", receiver_credit(100));
+    EXPECT_EQ(r.wait_messages(62).size(), 62u);
+    r.settle_all(settle_as::accept);
+}
+
+// Thirty producers on a connection whose budget fits ten windows' worth of
+// a chunk: they take turns, and every message of each arrives, in its order.
+TEST_F(producers, thirty_producers_on_one_connection_all_get_through_in_turns) {
+    start_broker({.args = {"--credit-window", "100", "--connection-credit-budget", "200"}});
+    auto c = connect();
+    constexpr int producers_n = 30, each = 50;
+    std::vector<test_sender> senders;
+    for (int i = 0; i < producers_n; ++i) {
+        senders.push_back(c->open_sender("turns-q"));
+        ASSERT_TRUE(senders.back().wait_open()) << senders.back().wait_error();
+    }
+    for (int j = 0; j < each; ++j)
+        for (int i = 0; i < producers_n; ++i)
+            senders[static_cast<size_t>(i)].send(text_message(std::to_string(i) + "-" + std::to_string(j)));
+    for (int i = 0; i < producers_n; ++i) {
+        auto outs = senders[static_cast<size_t>(i)].wait_outcomes(each);
+        ASSERT_EQ(outs.size(), static_cast<size_t>(each)) << "producer " << i;
+        for (const auto& o : outs) ASSERT_EQ(o.kind, outcome_kind::accepted) << "producer " << i;
+    }
+    test_receiver r = c->open_receiver("turns-q", receiver_credit(200));
+    auto got = r.wait_messages(producers_n * each);
+    ASSERT_EQ(got.size(), static_cast<size_t>(producers_n * each));
+    std::vector<int> next(producers_n, 0);
+    for (const auto& m : bodies(got)) {
+        const auto dash = m.find('-');
+        const int i = std::stoi(m.substr(0, dash)), j = std::stoi(m.substr(dash + 1));
+        EXPECT_EQ(j, next[static_cast<size_t>(i)]++) << "producer " << i << " out of order";
+    }
+    r.settle_all(settle_as::accept);
+}
+
 TEST_F(producers, five_hundred_unsettled_messages_are_all_accepted_in_order) {
     start_broker();
     auto c = connect();

@@ -1,0 +1,144 @@
+#pragma once
+// credit_pool: the producer credit that the links of one client connection
+// may hold together, handed out in turns.
+//
+// Without it, what is in flight towards a node grows with the number of
+// producer links: each keeps at least credit_budget's floor (20), so 1,000
+// producers on one connection hold 20,000 messages' worth and 10,000 hold
+// 200,000. Each of those messages is a Proton delivery and a body at both
+// ends; once that outgrows the caches every message is touched cold (see
+// docs/benchmarks.md, "Producer credit in turns"). With a pool, a
+// connection's producers hold at most `total` credits between them: a link
+// that wants more while the pool is spent waits in line, and the credit its
+// neighbours use comes back to the pool and goes to the link at the front.
+//
+// A link holds at most its even part of the pool (never less than `chunk`),
+// so links that stay idle hold little. Credit that a link holds but does not
+// use still counts, and would keep the line waiting for good: tick() forgives
+// it (stops counting it; the client keeps it) once the link has used none
+// for `idle_ticks` ticks in a row. While links wait, the server ticks every
+// few milliseconds (server::fast_tick), so a producer waits for idle
+// neighbours' credit for tens of milliseconds at most. A new link gets
+// `chunk` at once even from a spent pool, so a producer can always send its
+// first messages. Forgiving is never wrong, only generous: a forgiven link
+// that sends after all puts the connection over its budget by what it held.
+//
+// Threads: the connection's only.
+
+#include "broker/common/fifo.hpp"
+
+#include <algorithm>
+#include <cstdint>
+
+namespace wharf::server {
+
+class credit_pool {
+  public:
+    static constexpr int64_t default_chunk = 20;
+    static constexpr uint8_t idle_ticks = 3;
+
+    // What one link holds of the pool.
+    struct share {
+        int64_t held = 0;     // credit granted from the pool, not yet seen used
+        bool waiting = false; // in the line
+        bool used = false;    // used some credit since the last tick
+        uint8_t idle = 0;     // ticks in a row without using any
+        bool joined = false;
+        bool started = false; // granted anything yet
+    };
+
+    // total 0: no pool (grant() gives what is asked).
+    explicit credit_pool(uint64_t total, int64_t chunk = default_chunk)
+        : total_(static_cast<int64_t>(total)), chunk_(std::min<int64_t>(chunk, std::max<int64_t>(1, total_))) {}
+
+    bool enabled() const { return total_ != 0; }
+    int64_t total() const { return total_; }
+    int64_t outstanding() const { return out_; }
+    size_t waiting() const { return line_.size(); }
+
+    void join(share& s) {
+        if (!s.joined) ++links_;
+        s.joined = true;
+    }
+    // The link is gone: what it held goes back.
+    void leave(share& s) {
+        if (s.joined) --links_;
+        out_ -= s.held;
+        s = share{};
+    }
+
+    // The most one link may hold: `cap`, or its even part of the pool, at
+    // least `chunk`.
+    int64_t window(int64_t cap) const {
+        if (!enabled()) return cap;
+        return std::min(cap, std::max(chunk_, total_ / std::max<int64_t>(1, links_)));
+    }
+
+    // The link holds `credit` now (Proton's count): what it used since the
+    // last call goes back to the pool.
+    void holds(share& s, int64_t credit) {
+        credit = std::max<int64_t>(0, credit);
+        if (s.held > credit) {
+            out_ -= s.held - credit;
+            s.held = credit;
+            s.used = true;
+        }
+    }
+
+    // Up to `want` credits for the link `id`; returns how many it gets.
+    // 0: it waits in line (at most once) until next() names it. `turn`:
+    // next() named it, so it goes ahead of the line.
+    int64_t grant(share& s, uint64_t id, int64_t want, bool turn = false) {
+        if (want <= 0) return 0;
+        if (!enabled()) return want;
+        int64_t give = 0;
+        if (turn || line_.empty()) {
+            const int64_t left = total_ - out_;
+            if (left >= std::min(want, chunk_)) give = std::min(want, left);
+        }
+        if (give == 0 && !s.started) give = std::min(want, chunk_); // a new link may always start
+        if (give > 0) {
+            out_ += give;
+            s.held += give;
+            s.started = true;
+            return give;
+        }
+        if (!s.waiting) {
+            s.waiting = true;
+            line_.push_back(id);
+        }
+        return 0;
+    }
+
+    // The next link in line, if the pool has room for it (it is taken out of
+    // the line; call grant() with turn = true for it). 0: none.
+    uint64_t next() {
+        if (line_.empty() || total_ - out_ < chunk_) return 0;
+        const uint64_t id = line_.front();
+        line_.pop_front();
+        return id;
+    }
+    // A link next() named has left the line (found or not).
+    static void served(share& s) { s.waiting = false; }
+
+    // At a tick, for every link: credit held by a link that used none for
+    // `idle_ticks` ticks stops counting, so an idle producer cannot keep the
+    // others waiting. It may still use it (the client has it).
+    void tick(share& s) {
+        s.idle = s.used ? 0 : static_cast<uint8_t>(std::min<int>(s.idle + 1, idle_ticks));
+        s.used = false;
+        if (s.idle >= idle_ticks && s.held > 0) {
+            out_ -= s.held;
+            s.held = 0;
+        }
+    }
+
+  private:
+    const int64_t total_;
+    const int64_t chunk_;
+    int64_t out_ = 0;
+    int64_t links_ = 0;
+    fifo<uint64_t> line_;
+};
+
+} // namespace wharf::server
