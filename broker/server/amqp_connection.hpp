@@ -267,6 +267,12 @@ class amqp_connection final : public connection_base {
         }
     }
     void top_up_credit(link_ctx& lc);
+    // A producer link's window: credit-window, or its share of the node's
+    // producer budget once many producers are open (see credit_budget).
+    int64_t producer_window() const {
+        return static_cast<int64_t>(settings_.producers != nullptr ? settings_.producers->window(settings_.credit_window)
+                                                                    : settings_.credit_window);
+    }
     // End of a batch: credit that came back to the pool goes to the links
     // waiting for it, in turn (see credit_pool); after a tick, idle links'
     // credit is forgiven first.

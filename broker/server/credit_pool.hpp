@@ -14,14 +14,23 @@
 //
 // A link holds at most its even part of the pool (never less than `chunk`),
 // so links that stay idle hold little. Credit that a link holds but does not
-// use still counts, and would keep the line waiting for good: tick() forgives
-// it (stops counting it; the client keeps it) once the link has used none
-// for `idle_ticks` ticks in a row. While links wait, the server ticks every
-// few milliseconds (server::fast_tick), so a producer waits for idle
-// neighbours' credit for tens of milliseconds at most. A new link gets
-// `chunk` at once even from a spent pool, so a producer can always send its
-// first messages. Forgiving is never wrong, only generous: a forgiven link
-// that sends after all puts the connection over its budget by what it held.
+// use still counts, and could keep the line waiting for good. While links
+// wait, the server ticks every 10 ms (tick_requests), and at each tick the
+// pool stops counting (forgives; the client keeps it):
+// - what a link holds beyond its even part now: links granted a large
+//   window while the connection had few producers must not keep newer ones
+//   waiting (three producers, two of them idle with 1,000 each: the third
+//   gets its 666 at the next tick);
+// - all a link holds once it has used none for `stuck_ticks` (200 ms) while
+//   no credit at all came back to the pool (the line is stuck: links that
+//   finished a burst hold the rest), or for `long_idle_ticks` (a second).
+// A holder within its even part is not forgiven sooner: a slow client with
+// many links can take tens of milliseconds to use its turn on each, and
+// forgiving them then would let what is in flight grow with the links again
+// (measured: with 10,000 producers on 10 connections, a 50 ms rule let the
+// connections' credit grow eightfold).
+// Forgiving is never wrong, only generous: a forgiven link that sends after
+// all puts the connection over its budget by what it held.
 //
 // Threads: the connection's only.
 
@@ -35,16 +44,16 @@ namespace wharf::server {
 class credit_pool {
   public:
     static constexpr int64_t default_chunk = 20;
-    static constexpr uint8_t idle_ticks = 3;
+    static constexpr uint8_t stuck_ticks = 20;
+    static constexpr uint8_t long_idle_ticks = 100;
 
     // What one link holds of the pool.
     struct share {
         int64_t held = 0;     // credit granted from the pool, not yet seen used
         bool waiting = false; // in the line
         bool used = false;    // used some credit since the last tick
-        uint8_t idle = 0;     // ticks in a row without using any
+        uint8_t idle = 0;     // ticks in a row without using any (at most long_idle_ticks)
         bool joined = false;
-        bool started = false; // granted anything yet
     };
 
     // total 0: no pool (grant() gives what is asked).
@@ -80,6 +89,7 @@ class credit_pool {
         credit = std::max<int64_t>(0, credit);
         if (s.held > credit) {
             out_ -= s.held - credit;
+            returned_ += static_cast<uint64_t>(s.held - credit);
             s.held = credit;
             s.used = true;
         }
@@ -96,11 +106,9 @@ class credit_pool {
             const int64_t left = total_ - out_;
             if (left >= std::min(want, chunk_)) give = std::min(want, left);
         }
-        if (give == 0 && !s.started) give = std::min(want, chunk_); // a new link may always start
         if (give > 0) {
             out_ += give;
             s.held += give;
-            s.started = true;
             return give;
         }
         if (!s.waiting) {
@@ -121,15 +129,23 @@ class credit_pool {
     // A link next() named has left the line (found or not).
     static void served(share& s) { s.waiting = false; }
 
-    // At a tick, for every link: credit held by a link that used none for
-    // `idle_ticks` ticks stops counting, so an idle producer cannot keep the
-    // others waiting. It may still use it (the client has it).
-    void tick(share& s) {
-        s.idle = s.used ? 0 : static_cast<uint8_t>(std::min<int>(s.idle + 1, idle_ticks));
+    // A tick: begin_tick() once, then tick() for every link, with `part`
+    // its even part now (window()). What a link holds beyond that stops
+    // counting, and all of it once the link has used none for stuck_ticks
+    // while nothing came back, or for long_idle_ticks. It may still use it
+    // (the client has it).
+    void begin_tick() {
+        quiet_ = returned_ == returned_at_tick_ ? static_cast<uint8_t>(std::min<int>(quiet_ + 1, stuck_ticks)) : 0;
+        returned_at_tick_ = returned_;
+    }
+    void tick(share& s, int64_t part) {
+        s.idle = s.used ? 0 : static_cast<uint8_t>(std::min<int>(s.idle + 1, long_idle_ticks));
         s.used = false;
-        if (s.idle >= idle_ticks && s.held > 0) {
-            out_ -= s.held;
-            s.held = 0;
+        const bool idle = s.idle >= long_idle_ticks || (quiet_ >= stuck_ticks && s.idle >= stuck_ticks);
+        const int64_t keep = idle ? 0 : std::max<int64_t>(0, part);
+        if (s.held > keep) {
+            out_ -= s.held - keep;
+            s.held = keep;
         }
     }
 
@@ -138,6 +154,9 @@ class credit_pool {
     const int64_t chunk_;
     int64_t out_ = 0;
     int64_t links_ = 0;
+    uint64_t returned_ = 0;         // credit seen used, ever
+    uint64_t returned_at_tick_ = 0;
+    uint8_t quiet_ = 0;             // ticks in a row with nothing back
     fifo<uint64_t> line_;
 };
 

@@ -203,17 +203,13 @@ void amqp_connection::handle(engine::ev_attached& ev) {
 
 void amqp_connection::top_up_credit(link_ctx& lc) {
     if (lc.blocked || lc.closed || !lc.attached || lc.link == nullptr) return;
-    // The link's window: credit-window, or its share of the node's producer
-    // budget once many producers are open (see credit_budget).
     // In messages: a batch spends a credit for each of its messages (see
     // relay_batch.hpp), though Proton counts it as one delivery.
     const int64_t credit = int64_t{pn_link_credit(lc.link)} - static_cast<int64_t>(lc.batch_extra);
-    auto window = static_cast<int64_t>(settings_.producers != nullptr
-                                           ? settings_.producers->window(settings_.credit_window)
-                                           : settings_.credit_window);
+    int64_t window = producer_window();
     if (lc.pool.joined) {
         // What it used goes back to the connection's pool; it holds at most
-        // its part of that.
+        // its even part of that.
         pool_.holds(lc.pool, credit);
         window = pool_.window(window);
     }
@@ -225,8 +221,12 @@ void amqp_connection::top_up_credit(link_ctx& lc) {
 }
 
 void amqp_connection::serve_credit_line() {
-    if (tick_due_.exchange(false, std::memory_order_relaxed))
-        for (auto& [id, lc] : links_) pool_.tick(lc->pool);
+    if (tick_due_.exchange(false, std::memory_order_relaxed)) {
+        const int64_t part = pool_.window(producer_window());
+        pool_.begin_tick();
+        for (auto& [id, lc] : links_)
+            if (lc->pool.joined) pool_.tick(lc->pool, part);
+    }
     for (engine::link_id id = pool_.next(); id != 0; id = pool_.next()) {
         link_ctx* lc = find(id);
         if (lc == nullptr) continue;

@@ -60,9 +60,9 @@ TEST_F(producers, many_producers_share_the_node_credit_budget) {
 }
 
 // The producers of one connection share its connection-credit-budget: with
-// two holding the whole of it, a third starts with 20 credits; it gets more
-// once the idle two's credit stops counting (at the next tick), and every
-// message is accepted.
+// two holding the whole of it and sending nothing, a third gets its part
+// once what they hold beyond their part stops counting (at the next tick),
+// and every message is accepted.
 TEST_F(producers, a_connections_producers_share_its_credit_budget) {
     if (relay_mode())
         GTEST_SKIP() << "a relayed producer's credit is the owner's (relay_credit), not the front's pool";
@@ -76,12 +76,12 @@ TEST_F(producers, a_connections_producers_share_its_credit_budget) {
     ASSERT_TRUE(b.wait_credit_at_least(100)) << b.credit();
     test_sender late = c->open_sender("pool-q");
     ASSERT_TRUE(late.wait_open()) << late.wait_error();
-    ASSERT_TRUE(late.wait_credit_at_least(20)) << late.credit();
-    EXPECT_EQ(late.credit(), 20) << "the budget is spent: a new producer starts with a chunk";
-    EXPECT_EQ(a.credit() + b.credit(), 200);
+    ASSERT_TRUE(late.wait_credit_at_least(20)) << "idle neighbours' credit kept it waiting";
+    EXPECT_LE(late.credit(), 200 / 3) << "its even part of the budget";
+    EXPECT_EQ(a.credit() + b.credit(), 200) << "the idle ones keep what they hold";
     for (int i = 0; i < 60; ++i) late.send(text_message("late" + std::to_string(i)));
     auto outs = late.wait_outcomes(60);
-    ASSERT_EQ(outs.size(), 60u) << "the third producer got more credit than its first 20";
+    ASSERT_EQ(outs.size(), 60u) << "the third producer got more credit than its first part";
     for (size_t i = 0; i < outs.size(); ++i) EXPECT_EQ(outs[i].kind, outcome_kind::accepted) << "message " << i;
     a.send(text_message("a"));
     b.send(text_message("b"));

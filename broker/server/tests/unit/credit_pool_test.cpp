@@ -1,6 +1,6 @@
 // credit_pool: a connection's producer links hold at most the pool's credit
-// together and take turns when it is spent; idle links' credit is forgiven
-// at a tick.
+// together and take turns when it is spent; at a tick, credit beyond a
+// link's even part is forgiven, and all of it after a long idle.
 
 #include "broker/server/credit_pool.hpp"
 
@@ -50,17 +50,6 @@ TEST(credit_pool, the_pool_is_never_given_out_twice) {
     EXPECT_EQ(p.waiting(), 1u) << "in line once";
 }
 
-TEST(credit_pool, a_new_link_may_start_from_a_spent_pool) {
-    credit_pool p(100);
-    credit_pool::share a, late;
-    p.join(a);
-    p.join(late);
-    EXPECT_EQ(p.grant(a, 1, 100), 100);
-    EXPECT_EQ(p.grant(late, 2, 50), credit_pool::default_chunk);
-    EXPECT_EQ(p.outstanding(), 120);
-    EXPECT_EQ(p.grant(late, 2, 50), 0) << "only its first grant comes from nothing";
-}
-
 TEST(credit_pool, used_credit_goes_to_the_links_waiting_in_turn) {
     credit_pool p(100);
     credit_pool::share a, b, c;
@@ -68,14 +57,10 @@ TEST(credit_pool, used_credit_goes_to_the_links_waiting_in_turn) {
     p.join(b);
     p.join(c);
     ASSERT_EQ(p.grant(a, 1, 100), 100);
-    ASSERT_EQ(p.grant(b, 2, 30), 20); // its start
-    ASSERT_EQ(p.grant(c, 3, 30), 20);
-    p.holds(b, 0);                      // b used its 20
-    EXPECT_EQ(p.grant(b, 2, 30), 0) << "pool over-committed: b waits";
-    p.holds(c, 0);
+    EXPECT_EQ(p.grant(b, 2, 30), 0) << "spent: b waits, new as it is";
     EXPECT_EQ(p.grant(c, 3, 30), 0) << "and c behind it";
     EXPECT_EQ(p.next(), 0u) << "no room yet";
-    p.holds(a, 60);                     // a used 40
+    p.holds(a, 60); // a used 40
     EXPECT_EQ(p.next(), 2u) << "b first";
     credit_pool::served(b);
     EXPECT_EQ(p.grant(b, 2, 30, true), 30);
@@ -89,36 +74,69 @@ TEST(credit_pool, used_credit_goes_to_the_links_waiting_in_turn) {
     EXPECT_EQ(p.outstanding(), 90);
 }
 
-TEST(credit_pool, idle_credit_is_forgiven_at_a_tick_and_a_leaver_gives_back) {
-    credit_pool p(100);
-    credit_pool::share idle, busy, waiting;
-    p.join(idle);
-    p.join(busy);
-    p.join(waiting);
-    ASSERT_EQ(p.grant(idle, 1, 60), 60);
-    ASSERT_EQ(p.grant(busy, 2, 40), 40);
-    ASSERT_EQ(p.grant(waiting, 3, 20), 20);
-    p.holds(waiting, 0);
-    ASSERT_EQ(p.grant(waiting, 3, 20), 0);
-    for (int t = 1; t < credit_pool::idle_ticks; ++t) {
-        p.holds(busy, 40 - t);          // busy uses one a tick
-        p.tick(idle);
-        p.tick(busy);
-        p.tick(waiting);
-        EXPECT_EQ(p.outstanding(), 100 - t) << "tick " << t << ": idle not yet forgiven";
-    }
-    p.holds(busy, 35);
-    p.tick(idle);
-    p.tick(busy);
-    p.tick(waiting);
-    EXPECT_EQ(p.outstanding(), 35) << "idle's 60 no longer counts";
+TEST(credit_pool, credit_beyond_a_links_even_part_is_forgiven_at_a_tick) {
+    credit_pool p(2000);
+    credit_pool::share a, b, late;
+    p.join(a);
+    ASSERT_EQ(p.grant(a, 1, 1000), 1000);
+    p.join(b);
+    ASSERT_EQ(p.grant(b, 2, 1000), 1000);
+    p.join(late);
+    const int64_t part = p.window(1000);
+    ASSERT_EQ(part, 666);
+    EXPECT_EQ(p.grant(late, 3, part), 0) << "a and b hold it all";
+    p.begin_tick();
+    p.tick(a, part);
+    p.tick(b, part);
+    p.tick(late, part);
+    EXPECT_EQ(p.outstanding(), 2 * part) << "what a and b hold beyond their part no longer counts";
     EXPECT_EQ(p.next(), 3u);
-    credit_pool::served(waiting);
-    EXPECT_EQ(p.grant(waiting, 3, 20, true), 20);
-    for (int t = 0; t < credit_pool::idle_ticks; ++t) p.tick(busy);
-    EXPECT_EQ(p.outstanding(), 20) << "busy used none for idle_ticks ticks";
-    p.leave(waiting);
-    EXPECT_EQ(p.outstanding(), 0);
+    credit_pool::served(late);
+    EXPECT_EQ(p.grant(late, 3, part, true), part);
+    p.leave(late);
+    EXPECT_EQ(p.outstanding(), 2 * part) << "a leaver gives back what it held";
+}
+
+TEST(credit_pool, a_holder_within_its_part_is_forgiven_only_after_a_long_idle) {
+    credit_pool p(100);
+    credit_pool::share slow, busy;
+    p.join(slow);
+    p.join(busy);
+    ASSERT_EQ(p.grant(slow, 1, 50), 50);
+    ASSERT_EQ(p.grant(busy, 2, 50), 50);
+    int64_t busy_credit = 50;
+    for (int t = 1; t < credit_pool::long_idle_ticks; ++t) {
+        p.holds(busy, --busy_credit); // busy uses one a tick
+        if (busy_credit == 0) busy_credit = p.grant(busy, 2, 50);
+        p.begin_tick();
+        p.tick(slow, 50);
+        p.tick(busy, 50);
+        ASSERT_EQ(p.outstanding(), 50 + busy_credit) << "tick " << t << ": credit comes back, slow's 50 still count";
+    }
+    p.holds(busy, --busy_credit);
+    p.begin_tick();
+    p.tick(slow, 50);
+    p.tick(busy, 50);
+    EXPECT_EQ(p.outstanding(), busy_credit) << "unused for long_idle_ticks: forgiven";
+}
+
+TEST(credit_pool, a_stuck_line_forgives_holders_idle_for_stuck_ticks) {
+    credit_pool p(100);
+    std::vector<credit_pool::share> s(10);
+    for (auto& x : s) p.join(x);
+    const int64_t part = p.window(1000);
+    ASSERT_EQ(part, credit_pool::default_chunk);
+    for (uint64_t i = 0; i < 5; ++i) ASSERT_EQ(p.grant(s[i], i + 1, part), part); // done with a burst, holding a turn
+    ASSERT_EQ(p.grant(s[5], 6, part), 0);
+    for (int t = 1; t < credit_pool::stuck_ticks; ++t) {
+        p.begin_tick();
+        for (auto& x : s) p.tick(x, part);
+        ASSERT_EQ(p.outstanding(), 100) << "tick " << t << ": not stuck long enough yet";
+    }
+    p.begin_tick();
+    for (auto& x : s) p.tick(x, part);
+    EXPECT_EQ(p.outstanding(), 0) << "nothing came back for stuck_ticks: the idle holders are forgiven";
+    EXPECT_EQ(p.next(), 6u);
 }
 
 TEST(credit_pool, a_pool_smaller_than_a_chunk_still_grants) {
