@@ -21,14 +21,17 @@
 //   window while the connection had few producers must not keep newer ones
 //   waiting (three producers, two of them idle with 1,000 each: the third
 //   gets its 666 at the next tick);
+// - all a link holds once the others have used twice the pool since it last
+//   used any (it was passed over twice: it is idle, not slow);
 // - all a link holds once it has used none for `stuck_ticks` (200 ms) while
 //   no credit at all came back to the pool (the line is stuck: links that
-//   finished a burst hold the rest), or for `long_idle_ticks` (a second).
-// A holder within its even part is not forgiven sooner: a slow client with
-// many links can take tens of milliseconds to use its turn on each, and
-// forgiving them then would let what is in flight grow with the links again
-// (measured: with 10,000 producers on 10 connections, a 50 ms rule let the
-// connections' credit grow eightfold).
+//   finished a burst hold the rest).
+// A holder within its even part is not forgiven by time alone while credit
+// comes back: a slow client with many links can take a second to use its
+// turn on each, and forgiving them then would let what is in flight grow
+// with the links again (measured: with 10,000 producers on 10 connections,
+// rules of 30 ms, 50 ms and 1 s let the credit grow back to the no-pool
+// level on a busy machine).
 // Forgiving is never wrong, only generous: a forgiven link that sends after
 // all puts the connection over its budget by what it held.
 //
@@ -45,14 +48,14 @@ class credit_pool {
   public:
     static constexpr int64_t default_chunk = 20;
     static constexpr uint8_t stuck_ticks = 20;
-    static constexpr uint8_t long_idle_ticks = 100;
 
     // What one link holds of the pool.
     struct share {
         int64_t held = 0;     // credit granted from the pool, not yet seen used
         bool waiting = false; // in the line
         bool used = false;    // used some credit since the last tick
-        uint8_t idle = 0;     // ticks in a row without using any (at most long_idle_ticks)
+        uint8_t idle = 0;     // ticks in a row without using any (at most stuck_ticks)
+        uint64_t mark = 0;    // the pool's returned_ when it last used any
         bool joined = false;
     };
 
@@ -92,6 +95,7 @@ class credit_pool {
             returned_ += static_cast<uint64_t>(s.held - credit);
             s.held = credit;
             s.used = true;
+            s.mark = returned_;
         }
     }
 
@@ -107,6 +111,7 @@ class credit_pool {
             if (left >= std::min(want, chunk_)) give = std::min(want, left);
         }
         if (give > 0) {
+            if (s.held == 0) s.mark = returned_; // its turn starts now
             out_ += give;
             s.held += give;
             return give;
@@ -131,17 +136,18 @@ class credit_pool {
 
     // A tick: begin_tick() once, then tick() for every link, with `part`
     // its even part now (window()). What a link holds beyond that stops
-    // counting, and all of it once the link has used none for stuck_ticks
-    // while nothing came back, or for long_idle_ticks. It may still use it
+    // counting, and all of it once it was passed over twice, or has used
+    // none for stuck_ticks while nothing came back. It may still use it
     // (the client has it).
     void begin_tick() {
         quiet_ = returned_ == returned_at_tick_ ? static_cast<uint8_t>(std::min<int>(quiet_ + 1, stuck_ticks)) : 0;
         returned_at_tick_ = returned_;
     }
     void tick(share& s, int64_t part) {
-        s.idle = s.used ? 0 : static_cast<uint8_t>(std::min<int>(s.idle + 1, long_idle_ticks));
+        s.idle = s.used ? 0 : static_cast<uint8_t>(std::min<int>(s.idle + 1, stuck_ticks));
         s.used = false;
-        const bool idle = s.idle >= long_idle_ticks || (quiet_ >= stuck_ticks && s.idle >= stuck_ticks);
+        const bool idle = returned_ - s.mark >= 2 * static_cast<uint64_t>(total_) ||
+                          (quiet_ >= stuck_ticks && s.idle >= stuck_ticks);
         const int64_t keep = idle ? 0 : std::max<int64_t>(0, part);
         if (s.held > keep) {
             out_ -= s.held - keep;
