@@ -24,6 +24,8 @@ class tick_requests {
     }
     // The server, at a tick: whether anyone asked since the last.
     bool take() { return wanted_.exchange(false, std::memory_order_relaxed); }
+    // Asked since take(): its sooner timeout may have been overwritten.
+    bool wanted() const { return wanted_.load(std::memory_order_relaxed); }
 
   private:
     pn_proactor_t* proactor_;
@@ -41,7 +43,8 @@ class connection_base {
     virtual pn_connection_t* pn() const = 0;
     // Any thread: close with amqp:connection:forced.
     virtual void request_shutdown() = 0;
-    // Any thread, once a second, while the server holds its connection table.
+    // Any thread, at the server's tick (once a second, every 10 ms while
+    // some connection asks: tick_requests), under its connection table lock.
     virtual void on_tick() {}
 
     static connection_base* of(pn_connection_t* c) {

@@ -21,17 +21,19 @@
 //   window while the connection had few producers must not keep newer ones
 //   waiting (three producers, two of them idle with 1,000 each: the third
 //   gets its 666 at the next tick);
-// - all a link holds once the others have used twice the pool since it last
-//   used any (it was passed over twice: it is idle, not slow);
-// - all a link holds once it has used none for `stuck_ticks` (200 ms) while
+// - all a link holds once the others have used two rounds since it last
+//   used any, a round being the pool or, with more links than it has turns
+//   for, a turn for every link (it was passed over twice: idle, not slow);
+// - all a link holds once it has used none for `stuck_ticks` (500 ms) while
 //   no credit at all came back to the pool (the line is stuck: links that
 //   finished a burst hold the rest).
 // A holder within its even part is not forgiven by time alone while credit
 // comes back: a slow client with many links can take a second to use its
 // turn on each, and forgiving them then would let what is in flight grow
 // with the links again (measured: with 10,000 producers on 10 connections,
-// rules of 30 ms, 50 ms and 1 s let the credit grow back to the no-pool
-// level on a busy machine).
+// rules of 30 ms, 50 ms and 1 s, and of two rounds of the pool alone with
+// 200 ms for a stuck line, let the credit grow back to the no-pool level on
+// a busy machine in some runs).
 // Forgiving is never wrong, only generous: a forgiven link that sends after
 // all puts the connection over its budget by what it held.
 //
@@ -47,7 +49,7 @@ namespace wharf::server {
 class credit_pool {
   public:
     static constexpr int64_t default_chunk = 20;
-    static constexpr uint8_t stuck_ticks = 20;
+    static constexpr uint8_t stuck_ticks = 50;
 
     // What one link holds of the pool.
     struct share {
@@ -146,7 +148,10 @@ class credit_pool {
     void tick(share& s, int64_t part) {
         s.idle = s.used ? 0 : static_cast<uint8_t>(std::min<int>(s.idle + 1, stuck_ticks));
         s.used = false;
-        const bool idle = returned_ - s.mark >= 2 * static_cast<uint64_t>(total_) ||
+        // Passed over twice: two rounds of the pool, or of a turn for every
+        // link when there are more links than turns.
+        const auto round = static_cast<uint64_t>(std::max(total_, links_ * chunk_));
+        const bool idle = returned_ - s.mark >= 2 * round ||
                           (quiet_ >= stuck_ticks && s.idle >= stuck_ticks);
         const int64_t keep = idle ? 0 : std::max<int64_t>(0, part);
         if (s.held > keep) {

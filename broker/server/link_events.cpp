@@ -202,17 +202,15 @@ void amqp_connection::handle(engine::ev_attached& ev) {
 }
 
 void amqp_connection::top_up_credit(link_ctx& lc) {
-    if (lc.blocked || lc.closed || !lc.attached || lc.link == nullptr) return;
+    if (lc.closed || !lc.attached || lc.link == nullptr) return;
     // In messages: a batch spends a credit for each of its messages (see
     // relay_batch.hpp), though Proton counts it as one delivery.
     const int64_t credit = int64_t{pn_link_credit(lc.link)} - static_cast<int64_t>(lc.batch_extra);
+    // What it used goes back to the connection's pool (blocked or not).
+    if (lc.pool.joined) pool_.holds(lc.pool, credit);
+    if (lc.blocked) return;
     int64_t window = producer_window();
-    if (lc.pool.joined) {
-        // What it used goes back to the connection's pool; it holds at most
-        // its even part of that.
-        pool_.holds(lc.pool, credit);
-        window = pool_.window(window);
-    }
+    if (lc.pool.joined) window = pool_.window(window); // at most its even part
     // Refilled at half the window; a relay's link (two hops to go round)
     // at three quarters, so more of the window is on its way at any time.
     int64_t add = refill(credit, window, lc.batch != 0 ? window * 3 / 4 : window / 2);

@@ -177,8 +177,14 @@ bool server::handle(pn_event_t* e, connection_base*& conn) {
                 std::lock_guard lock(table_mu_);
                 for (auto& [pc, conn] : connections_) conn->on_tick();
             }
-            pn_proactor_set_timeout(proactor_, ticks_.take() ? tick_requests::fast_ms
-                                                             : static_cast<pn_millis_t>(tick_ms - since));
+            if (ticks_.take()) {
+                pn_proactor_set_timeout(proactor_, tick_requests::fast_ms);
+            } else {
+                pn_proactor_set_timeout(proactor_, static_cast<pn_millis_t>(tick_ms - since));
+                // A connection that asked in between set the sooner timeout
+                // first, and the line above replaced it.
+                if (ticks_.wanted()) pn_proactor_set_timeout(proactor_, tick_requests::fast_ms);
+            }
         }
         return true;
     case PN_PROACTOR_INACTIVE:
