@@ -11,6 +11,17 @@
 namespace wharf::server {
 namespace {
 
+// A pool with three links joined.
+struct three_links {
+    explicit three_links(uint64_t total) : p(total) {
+        p.join(a);
+        p.join(b);
+        p.join(c);
+    }
+    credit_pool p;
+    credit_pool::share a, b, c;
+};
+
 TEST(credit_pool, without_a_total_grants_what_is_asked) {
     credit_pool p(0);
     credit_pool::share s;
@@ -35,11 +46,8 @@ TEST(credit_pool, a_link_holds_at_most_its_even_part_but_never_less_than_a_chunk
 }
 
 TEST(credit_pool, the_pool_is_never_given_out_twice) {
-    credit_pool p(200);
-    credit_pool::share a, b, c;
-    p.join(a);
-    p.join(b);
-    p.join(c);
+    three_links t(200);
+    auto& [p, a, b, c] = t;
     EXPECT_EQ(p.grant(a, 1, 100), 100);
     EXPECT_EQ(p.grant(b, 2, 80), 80);
     EXPECT_EQ(p.grant(c, 3, 50), 20) << "what is left, when it is at least a chunk";
@@ -51,11 +59,8 @@ TEST(credit_pool, the_pool_is_never_given_out_twice) {
 }
 
 TEST(credit_pool, used_credit_goes_to_the_links_waiting_in_turn) {
-    credit_pool p(100);
-    credit_pool::share a, b, c;
-    p.join(a);
-    p.join(b);
-    p.join(c);
+    three_links t(100);
+    auto& [p, a, b, c] = t;
     ASSERT_EQ(p.grant(a, 1, 100), 100);
     EXPECT_EQ(p.grant(b, 2, 30), 0) << "spent: b waits, new as it is";
     EXPECT_EQ(p.grant(c, 3, 30), 0) << "and c behind it";
