@@ -76,12 +76,6 @@ void amqp_connection::refuse(errc code, std::string description) {
     refuse_description_ = std::move(description);
 }
 
-void amqp_connection::on_tick() {
-    if (!pool_line_.load(std::memory_order_relaxed)) return;
-    tick_due_.store(true, std::memory_order_relaxed);
-    pn_connection_wake(conn_); // safe: the server holds its table lock (see request_shutdown)
-}
-
 void amqp_connection::request_shutdown() {
     shutdown_requested_.store(true, std::memory_order_release);
     // Safe from any thread until the connection is freed; the server holds its

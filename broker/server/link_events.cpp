@@ -201,45 +201,6 @@ void amqp_connection::handle(engine::ev_attached& ev) {
     }
 }
 
-void amqp_connection::top_up_credit(link_ctx& lc) {
-    if (lc.closed || !lc.attached || lc.link == nullptr) return;
-    // In messages: a batch spends a credit for each of its messages (see
-    // relay_batch.hpp), though Proton counts it as one delivery.
-    const int64_t credit = int64_t{pn_link_credit(lc.link)} - static_cast<int64_t>(lc.batch_extra);
-    // What it used goes back to the connection's pool (blocked or not).
-    if (lc.pool.joined) pool_.holds(lc.pool, credit);
-    if (lc.blocked) return;
-    int64_t window = producer_window();
-    if (lc.pool.joined) window = pool_.window(window); // at most its even part
-    // Refilled at half the window; a relay's link (two hops to go round)
-    // at three quarters, so more of the window is on its way at any time.
-    int64_t add = refill(credit, window, lc.batch != 0 ? window * 3 / 4 : window / 2);
-    if (lc.pool.joined) add = pool_.grant(lc.pool, lc.id, add, pool_turn_ == lc.id);
-    if (add > 0) pn_link_flow(lc.link, static_cast<int>(add));
-}
-
-void amqp_connection::serve_credit_line() {
-    if (tick_due_.exchange(false, std::memory_order_relaxed)) {
-        const int64_t part = pool_.window(producer_window());
-        pool_.begin_tick();
-        for (auto& [id, lc] : links_)
-            if (lc->pool.joined) pool_.tick(lc->pool, part);
-    }
-    for (engine::link_id id = pool_.next(); id != 0; id = pool_.next()) {
-        link_ctx* lc = find(id);
-        if (lc == nullptr) continue;
-        credit_pool::served(lc->pool);
-        pool_turn_ = id;
-        top_up_credit(*lc);
-        pool_turn_ = 0;
-    }
-    // Still waiting: the pool is held, perhaps by links that stopped
-    // sending; ask the server for ticks every few milliseconds until not.
-    const bool waiting = pool_.waiting() != 0;
-    pool_line_.store(waiting, std::memory_order_relaxed);
-    if (waiting && settings_.ticks != nullptr) settings_.ticks->want();
-}
-
 void amqp_connection::on_link_flow(pn_link_t* l) {
     link_ctx* lc = ctx_of(l);
     if (lc == nullptr || !lc->consumer || lc->closed || lc->pending_attach) return;

@@ -1,0 +1,55 @@
+// amqp_connection: producer credit. A producer's window is refilled at
+// half; pooled producers (see credit_pool.hpp) take it from the
+// connection's budget in turns, and the server's fast tick forgives
+// credit that links hold but do not use.
+
+#include "broker/server/amqp_connection.hpp"
+
+namespace wharf::server {
+
+void amqp_connection::top_up_credit(link_ctx& lc) {
+    if (lc.closed || !lc.attached || lc.link == nullptr) return;
+    // In messages: a batch spends a credit for each of its messages (see
+    // relay_batch.hpp), though Proton counts it as one delivery.
+    const int64_t credit = int64_t{pn_link_credit(lc.link)} - static_cast<int64_t>(lc.batch_extra);
+    // What it used goes back to the connection's pool (blocked or not).
+    if (lc.pool.joined) pool_.holds(lc.pool, credit);
+    if (lc.blocked) return;
+    int64_t window = producer_window();
+    if (lc.pool.joined) window = pool_.window(window); // at most its even part
+    // Refilled at half the window; a relay's link (two hops to go round)
+    // at three quarters, so more of the window is on its way at any time.
+    int64_t add = refill(credit, window, lc.batch != 0 ? window * 3 / 4 : window / 2);
+    if (lc.pool.joined) add = pool_.grant(lc.pool, lc.id, add, pool_turn_ == lc.id);
+    if (add > 0) pn_link_flow(lc.link, static_cast<int>(add));
+}
+
+void amqp_connection::serve_credit_line() {
+    if (tick_due_.exchange(false, std::memory_order_relaxed)) {
+        const int64_t part = pool_.window(producer_window());
+        pool_.begin_tick();
+        for (auto& [id, lc] : links_)
+            if (lc->pool.joined) pool_.tick(lc->pool, part);
+    }
+    for (engine::link_id id = pool_.next(); id != 0; id = pool_.next()) {
+        link_ctx* lc = find(id);
+        if (lc == nullptr) continue;
+        credit_pool::served(lc->pool);
+        pool_turn_ = id;
+        top_up_credit(*lc);
+        pool_turn_ = 0;
+    }
+    // Still waiting: the pool is held, perhaps by links that stopped
+    // sending; ask the server for ticks every few milliseconds until not.
+    const bool waiting = pool_.waiting() != 0;
+    pool_line_.store(waiting, std::memory_order_relaxed);
+    if (waiting && settings_.ticks != nullptr) settings_.ticks->want();
+}
+
+void amqp_connection::on_tick() {
+    if (!pool_line_.load(std::memory_order_relaxed)) return;
+    tick_due_.store(true, std::memory_order_relaxed);
+    pn_connection_wake(conn_); // safe: the server holds its table lock (see request_shutdown)
+}
+
+} // namespace wharf::server
