@@ -37,12 +37,18 @@
 // Forgiving is never wrong, only generous: a forgiven link that sends after
 // all puts the connection over its budget by what it held.
 //
+// A tick walks only the links that hold credit: at 10,000 producers on 10
+// connections at most a pool's worth of turns (100) a connection, not its
+// 1,000 links, 100 times a second (measured: the walk over every link was
+// 9 % of wharfd's CPU there).
+//
 // Threads: the connection's only.
 
 #include "broker/common/fifo.hpp"
 
 #include <algorithm>
 #include <cstdint>
+#include <vector>
 
 namespace wharf::server {
 
@@ -51,14 +57,20 @@ class credit_pool {
     static constexpr int64_t default_chunk = 20;
     static constexpr uint8_t stuck_ticks = 50;
 
-    // What one link holds of the pool.
+    // What one link holds of the pool. The pool lists it by address while
+    // it holds credit, so it does not move.
     struct share {
+        share() = default;
+        share(const share&) = delete;
+        share& operator=(const share&) = delete;
+
         int64_t held = 0;     // credit granted from the pool, not yet seen used
         bool waiting = false; // in the line
         bool used = false;    // used some credit since the last tick
-        uint8_t idle = 0;     // ticks in a row without using any (at most stuck_ticks)
+        uint8_t idle = 0;     // ticks in a row without using any while holding (at most stuck_ticks)
         uint64_t mark = 0;    // the pool's returned_ when it last used any
         bool joined = false;
+        size_t slot = 0;      // 1 + its index in holders_; 0: holds nothing
     };
 
     // total 0: no pool (grant() gives what is asked).
@@ -78,7 +90,10 @@ class credit_pool {
     void leave(share& s) {
         if (s.joined) --links_;
         out_ -= s.held;
-        s = share{};
+        set_held(s, 0);
+        s.joined = s.waiting = s.used = false;
+        s.idle = 0;
+        s.mark = 0;
     }
 
     // The most one link may hold: `cap`, or its even part of the pool, at
@@ -95,7 +110,7 @@ class credit_pool {
         if (s.held > credit) {
             out_ -= s.held - credit;
             returned_ += static_cast<uint64_t>(s.held - credit);
-            s.held = credit;
+            set_held(s, credit);
             s.used = true;
             s.mark = returned_;
         }
@@ -115,7 +130,7 @@ class credit_pool {
         if (give > 0) {
             if (s.held == 0) s.mark = returned_; // its turn starts now
             out_ += give;
-            s.held += give;
+            set_held(s, s.held + give);
             return give;
         }
         if (!s.waiting) {
@@ -136,29 +151,31 @@ class credit_pool {
     // A link next() named has left the line (found or not).
     static void served(share& s) { s.waiting = false; }
 
-    // A tick: begin_tick() once, then tick() for every link, with `part`
-    // its even part now (window()). What a link holds beyond that stops
-    // counting, and all of it once it was passed over twice, or has used
-    // none for stuck_ticks while nothing came back. It may still use it
-    // (the client has it).
-    void begin_tick() {
+    // A tick, with `part` a link's even part now (window()): for each link
+    // that holds credit, what it holds beyond that stops counting, and all
+    // of it once it was passed over twice, or has used none for stuck_ticks
+    // while nothing came back. It may still use it (the client has it).
+    void tick(int64_t part) {
         quiet_ = returned_ == returned_at_tick_ ? static_cast<uint8_t>(std::min<int>(quiet_ + 1, stuck_ticks)) : 0;
         returned_at_tick_ = returned_;
-    }
-    void tick(share& s, int64_t part) {
-        s.idle = s.used ? 0 : static_cast<uint8_t>(std::min<int>(s.idle + 1, stuck_ticks));
-        s.used = false;
         // Passed over twice: two rounds of the pool, or of a turn for every
         // link when there are more links than turns.
         const auto round = static_cast<uint64_t>(std::max(total_, links_ * chunk_));
-        const bool idle = returned_ - s.mark >= 2 * round ||
-                          (quiet_ >= stuck_ticks && s.idle >= stuck_ticks);
-        const int64_t keep = idle ? 0 : std::max<int64_t>(0, part);
-        if (s.held > keep) {
-            out_ -= s.held - keep;
-            s.held = keep;
+        // Backwards: a holder that lets go is swapped with the last, which
+        // was ticked already.
+        for (size_t i = holders_.size(); i-- > 0;) {
+            share& s = *holders_[i];
+            s.idle = s.used ? 0 : static_cast<uint8_t>(std::min<int>(s.idle + 1, stuck_ticks));
+            s.used = false;
+            const bool idle = returned_ - s.mark >= 2 * round || (quiet_ >= stuck_ticks && s.idle >= stuck_ticks);
+            const int64_t keep = idle ? 0 : std::max<int64_t>(0, part);
+            if (s.held > keep) {
+                out_ -= s.held - keep;
+                set_held(s, keep);
+            }
         }
     }
+    size_t holders() const { return holders_.size(); }
 
   private:
     const int64_t total_;
@@ -169,6 +186,24 @@ class credit_pool {
     uint64_t returned_at_tick_ = 0;
     uint8_t quiet_ = 0;             // ticks in a row with nothing back
     fifo<uint64_t> line_;
+    std::vector<share*> holders_; // the links with held > 0
+
+    // A link starts holding (its idle count starts then) or lets go.
+    void set_held(share& s, int64_t held) {
+        if (s.slot == 0 && held > 0) {
+            holders_.push_back(&s);
+            s.slot = holders_.size();
+            s.idle = 0;
+            s.used = false;
+        } else if (s.slot != 0 && held <= 0) {
+            share* last = holders_.back();
+            holders_[s.slot - 1] = last;
+            last->slot = s.slot;
+            holders_.pop_back();
+            s.slot = 0;
+        }
+        s.held = held;
+    }
 };
 
 } // namespace wharf::server

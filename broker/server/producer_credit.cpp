@@ -25,12 +25,7 @@ void amqp_connection::top_up_credit(link_ctx& lc) {
 }
 
 void amqp_connection::serve_credit_line() {
-    if (tick_due_.exchange(false, std::memory_order_relaxed)) {
-        const int64_t part = pool_.window(producer_window());
-        pool_.begin_tick();
-        for (auto& [id, lc] : links_)
-            if (lc->pool.joined) pool_.tick(lc->pool, part);
-    }
+    if (tick_due_.exchange(false, std::memory_order_relaxed)) pool_.tick(pool_.window(producer_window()));
     for (engine::link_id id = pool_.next(); id != 0; id = pool_.next()) {
         link_ctx* lc = find(id);
         if (lc == nullptr) continue;

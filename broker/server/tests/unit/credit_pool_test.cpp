@@ -90,16 +90,18 @@ TEST(credit_pool, credit_beyond_a_links_even_part_is_forgiven_at_a_tick) {
     const int64_t part = p.window(1000);
     ASSERT_EQ(part, 666);
     EXPECT_EQ(p.grant(late, 3, part), 0) << "a and b hold it all";
-    p.begin_tick();
-    p.tick(a, part);
-    p.tick(b, part);
-    p.tick(late, part);
+    p.tick(part);
     EXPECT_EQ(p.outstanding(), 2 * part) << "what a and b hold beyond their part no longer counts";
     EXPECT_EQ(p.next(), 3u);
     credit_pool::served(late);
     EXPECT_EQ(p.grant(late, 3, part, true), part);
+    EXPECT_EQ(p.holders(), 3u);
     p.leave(late);
     EXPECT_EQ(p.outstanding(), 2 * part) << "a leaver gives back what it held";
+    p.holds(a, 0);
+    EXPECT_EQ(p.holders(), 1u) << "a used all it held; b still holds";
+    p.tick(100); // as if the even part fell to 100
+    EXPECT_EQ(p.outstanding(), 100) << "b, listed in a's place now, is still ticked";
 }
 
 TEST(credit_pool, a_holder_within_its_part_is_forgiven_once_passed_over_twice) {
@@ -115,15 +117,11 @@ TEST(credit_pool, a_holder_within_its_part_is_forgiven_once_passed_over_twice) {
     for (int t = 1; t < 200; ++t) {
         p.holds(busy, --busy_credit);
         if (busy_credit == 0) busy_credit = p.grant(busy, 2, 50);
-        p.begin_tick();
-        p.tick(slow, 50);
-        p.tick(busy, 50);
+        p.tick(50);
         ASSERT_EQ(p.outstanding(), 50 + busy_credit) << "tick " << t << ": slow's 50 still count";
     }
     p.holds(busy, --busy_credit);
-    p.begin_tick();
-    p.tick(slow, 50);
-    p.tick(busy, 50);
+    p.tick(50);
     EXPECT_EQ(p.outstanding(), busy_credit) << "others used 200 since slow last did: forgiven";
 }
 
@@ -136,13 +134,12 @@ TEST(credit_pool, a_stuck_line_forgives_holders_idle_for_stuck_ticks) {
     for (uint64_t i = 0; i < 5; ++i) ASSERT_EQ(p.grant(s[i], i + 1, part), part); // done with a burst, holding a turn
     ASSERT_EQ(p.grant(s[5], 6, part), 0);
     for (int t = 1; t < credit_pool::stuck_ticks; ++t) {
-        p.begin_tick();
-        for (auto& x : s) p.tick(x, part);
+        p.tick(part);
         ASSERT_EQ(p.outstanding(), 100) << "tick " << t << ": not stuck long enough yet";
     }
-    p.begin_tick();
-    for (auto& x : s) p.tick(x, part);
+    p.tick(part);
     EXPECT_EQ(p.outstanding(), 0) << "nothing came back for stuck_ticks: the idle holders are forgiven";
+    EXPECT_EQ(p.holders(), 0u) << "a tick walks only the links that still hold credit";
     EXPECT_EQ(p.next(), 6u);
 }
 
