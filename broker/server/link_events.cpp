@@ -257,6 +257,7 @@ void amqp_connection::forget_link(pn_link_t* l) {
     pn_link_set_context(l, nullptr);
     if (!lc->closed) detach_link(*lc);
     flush_link(*lc);
+    pool_.leave(lc->pool); // the pool lists holders by address: never one that is freed
     if (lc->relay_link != 0) relay_links_.erase(lc->relay_link);
     links_.erase(lc->id);
 }
@@ -487,6 +488,7 @@ void amqp_connection::handle(engine::ev_detach& ev) {
     link_ctx* lc = find(ev.link);
     if (lc == nullptr || lc->closed || lc->link == nullptr) return;
     mark_closed(*lc);
+    pool_.leave(lc->pool); // the queue is gone: what it held goes to the others
     set_condition(pn_link_condition(lc->link), ev.err.code, ev.err.description);
     if (ev.redirect)
         put_redirect_info(pn_link_condition(lc->link), ev.redirect->host, ev.redirect->port, lc->address);

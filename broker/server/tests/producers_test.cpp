@@ -123,6 +123,53 @@ TEST_F(producers, thirty_producers_on_one_connection_all_get_through_in_turns) {
     r.settle_all(settle_as::accept);
 }
 
+// A producer whose queue is deleted while its neighbours wait for credit:
+// what it held goes back to them, and after it detaches the node goes on
+// serving the connection's line (it no longer counts or looks at the link).
+TEST_F(producers, a_deleted_queues_producer_leaves_the_connections_credit_to_the_others) {
+    if (relay_mode()) GTEST_SKIP() << "the relaying node does not pool relayed producers";
+    start_broker({.args = {"--credit-window", "100", "--connection-credit-budget", "40"}});
+    auto c = connect();
+    test_sender gone = c->open_sender("gone-q");
+    ASSERT_TRUE(gone.wait_open()) << gone.wait_error();
+    ASSERT_TRUE(gone.wait_credit_at_least(20)) << gone.credit();
+    test_sender kept = c->open_sender("kept-q");
+    ASSERT_TRUE(kept.wait_open()) << kept.wait_error();
+    ASSERT_TRUE(kept.wait_credit_at_least(20)) << kept.credit();
+    test_sender late = c->open_sender("kept-q");
+    ASSERT_TRUE(late.wait_open()) << late.wait_error();
+
+    test_receiver replies = c->open_receiver("mgmt-replies", receiver_credit(10));
+    ASSERT_TRUE(replies.wait_open()) << replies.wait_error();
+    test_sender mgmt = c->open_sender("$management");
+    ASSERT_TRUE(mgmt.wait_open()) << mgmt.wait_error();
+    proton::message del;
+    del.properties().put("operation", "DELETE");
+    del.properties().put("type", "wharf.queue");
+    del.properties().put("name", "gone-q");
+    del.reply_to("mgmt-replies");
+    mgmt.send(del);
+    auto answer = replies.wait_messages(1);
+    ASSERT_EQ(answer.size(), 1u);
+    EXPECT_EQ(proton::get<int32_t>(answer[0].msg.properties().get("statusCode")), 204);
+    auto err = gone.wait_error();
+    ASSERT_TRUE(err.has_value());
+    EXPECT_NE(err->description.find("was deleted"), std::string::npos) << err;
+    gone.close();
+    ASSERT_TRUE(gone.wait_closed());
+
+    constexpr int n = 60; // three turns of 20 for late
+    for (int i = 0; i < n; ++i) late.send(text_message("late" + std::to_string(i)));
+    auto outs = late.wait_outcomes(n);
+    ASSERT_EQ(outs.size(), static_cast<size_t>(n)) << "the line stopped after a producer left";
+    for (const auto& o : outs) EXPECT_EQ(o.kind, outcome_kind::accepted);
+    kept.send(text_message("kept"));
+    ASSERT_EQ(kept.wait_outcomes(1).size(), 1u);
+    test_receiver r = c->open_receiver("kept-q", receiver_credit(100));
+    EXPECT_EQ(r.wait_messages(n + 1).size(), static_cast<size_t>(n + 1));
+    r.settle_all(settle_as::accept);
+}
+
 TEST_F(producers, five_hundred_unsettled_messages_are_all_accepted_in_order) {
     start_broker();
     auto c = connect();
