@@ -58,7 +58,8 @@ class credit_pool {
     static constexpr uint8_t stuck_ticks = 50;
 
     // What one link holds of the pool. The pool lists it by address while
-    // it holds credit, so it does not move.
+    // it holds credit, so it does not move, and leave() must come before
+    // it is freed.
     struct share {
         share() = default;
         share(const share&) = delete;
