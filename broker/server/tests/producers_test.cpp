@@ -8,7 +8,31 @@
 namespace wharf::server::test {
 namespace {
 
-class producers : public component_test {};
+class producers : public component_test {
+  protected:
+    // A node whose connections' producers share `budget` (windows of 100),
+    // one client, two producers on it (to `first` and `second`) that hold
+    // at least `each` credit, and a third to `second` opened after them.
+    struct three_producers {
+        std::unique_ptr<test_client> c;
+        test_sender first, second, late;
+    };
+    three_producers open_three(int budget, const std::string& first, const std::string& second, int each) {
+        start_broker({.args = {"--credit-window", "100", "--connection-credit-budget", std::to_string(budget)}});
+        auto c = connect();
+        auto credited = [&](const std::string& address) {
+            test_sender s = c->open_sender(address);
+            EXPECT_TRUE(s.wait_open()) << address << ": " << s.wait_error();
+            EXPECT_TRUE(s.wait_credit_at_least(each)) << address << ": " << s.credit();
+            return s;
+        };
+        test_sender a = credited(first);
+        test_sender b = credited(second);
+        test_sender late = c->open_sender(second);
+        EXPECT_TRUE(late.wait_open()) << late.wait_error();
+        return {std::move(c), a, b, late};
+    }
+};
 
 TEST_F(producers, sender_gets_at_least_100_credit_at_attach) {
     start_broker();
@@ -66,16 +90,8 @@ TEST_F(producers, many_producers_share_the_node_credit_budget) {
 TEST_F(producers, a_connections_producers_share_its_credit_budget) {
     if (relay_mode())
         GTEST_SKIP() << "a relayed producer's credit is the owner's (relay_credit), not the front's pool";
-    start_broker({.args = {"--credit-window", "100", "--connection-credit-budget", "200"}});
-    auto c = connect();
-    test_sender a = c->open_sender("pool-q");
-    ASSERT_TRUE(a.wait_open()) << a.wait_error();
-    ASSERT_TRUE(a.wait_credit_at_least(100)) << a.credit();
-    test_sender b = c->open_sender("pool-q");
-    ASSERT_TRUE(b.wait_open()) << b.wait_error();
-    ASSERT_TRUE(b.wait_credit_at_least(100)) << b.credit();
-    test_sender late = c->open_sender("pool-q");
-    ASSERT_TRUE(late.wait_open()) << late.wait_error();
+    auto [c, a, b, late] = open_three(200, "pool-q", "pool-q", 100);
+    ASSERT_FALSE(HasFailure());
     ASSERT_TRUE(late.wait_credit_at_least(20)) << "idle neighbours' credit kept it waiting";
     EXPECT_LE(late.credit(), 200 / 3) << "its even part of the budget";
     EXPECT_EQ(a.credit() + b.credit(), 200) << "the idle ones keep what they hold";
@@ -128,16 +144,8 @@ TEST_F(producers, thirty_producers_on_one_connection_all_get_through_in_turns) {
 // serving the connection's line (it no longer counts or looks at the link).
 TEST_F(producers, a_deleted_queues_producer_leaves_the_connections_credit_to_the_others) {
     if (relay_mode()) GTEST_SKIP() << "the relaying node does not pool relayed producers";
-    start_broker({.args = {"--credit-window", "100", "--connection-credit-budget", "40"}});
-    auto c = connect();
-    test_sender gone = c->open_sender("gone-q");
-    ASSERT_TRUE(gone.wait_open()) << gone.wait_error();
-    ASSERT_TRUE(gone.wait_credit_at_least(20)) << gone.credit();
-    test_sender kept = c->open_sender("kept-q");
-    ASSERT_TRUE(kept.wait_open()) << kept.wait_error();
-    ASSERT_TRUE(kept.wait_credit_at_least(20)) << kept.credit();
-    test_sender late = c->open_sender("kept-q");
-    ASSERT_TRUE(late.wait_open()) << late.wait_error();
+    auto [c, gone, kept, late] = open_three(40, "gone-q", "kept-q", 20);
+    ASSERT_FALSE(HasFailure());
 
     test_receiver replies = c->open_receiver("mgmt-replies", receiver_credit(10));
     ASSERT_TRUE(replies.wait_open()) << replies.wait_error();
