@@ -256,9 +256,12 @@ class amqp_connection final : public connection_base {
     // Management's view of a link changed (attached, closed, relayed):
     // end_batch() updates that one entry.
     void mark_info(const link_ctx& lc) { info_dirty_.push_back(lc.id); }
+    // Every way a link closes comes here (so does forget_link(), before it
+    // frees one): what it held of the credit pool goes to the others.
     void mark_closed(link_ctx& lc) {
         lc.closed = true;
         mark_info(lc);
+        pool_.leave(lc.pool);
     }
     void mark_dirty(link_ctx& lc) {
         if (!lc.dirty) {

@@ -232,7 +232,6 @@ void amqp_connection::detach_link(link_ctx& lc) {
     lc.awaiting.clear();
     lc.batches.clear();
     lc.producer_share.release();
-    pool_.leave(lc.pool);
 }
 
 void amqp_connection::on_link_close(pn_link_t* l, bool closed) {
@@ -257,7 +256,6 @@ void amqp_connection::forget_link(pn_link_t* l) {
     pn_link_set_context(l, nullptr);
     if (!lc->closed) detach_link(*lc);
     flush_link(*lc);
-    pool_.leave(lc->pool); // the pool lists holders by address: never one that is freed
     if (lc->relay_link != 0) relay_links_.erase(lc->relay_link);
     links_.erase(lc->id);
 }
@@ -488,7 +486,6 @@ void amqp_connection::handle(engine::ev_detach& ev) {
     link_ctx* lc = find(ev.link);
     if (lc == nullptr || lc->closed || lc->link == nullptr) return;
     mark_closed(*lc);
-    pool_.leave(lc->pool); // the queue is gone: what it held goes to the others
     set_condition(pn_link_condition(lc->link), ev.err.code, ev.err.description);
     if (ev.redirect)
         put_redirect_info(pn_link_condition(lc->link), ev.redirect->host, ev.redirect->port, lc->address);
