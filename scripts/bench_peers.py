@@ -12,6 +12,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import threading
 import time
 
 import bench
@@ -59,6 +60,8 @@ def rows(c):
     out += [("rss %d" % n, "RSS holding {:,} × 100 B".format(n), "MB", False) for n in c["rss_counts"]]
     out += [("queues %d" % k, "produce+consume with {:,} queue(s) in use".format(k), "msgs/s", True)
             for k in c["queue_counts"]]
+    out += [("cpu queues %d" % k, "broker CPU per message with {:,} queue(s) in use".format(k), "µs/msg", False)
+            for k in c["queue_counts"]]
     out.append(("connections", "produce over {:,} connections, one link each".format(c["connections"]),
                 "msgs/s", True))
     return out
@@ -93,6 +96,56 @@ def steady_rate(r):
     if r.get("steady_per_s") is None:
         raise RuntimeError("the run ended before every link was attached (setup %.1f s)" % r.get("setup_s", 0))
     return r["steady_per_s"]
+
+
+class CpuSampler:
+    """A broker target's CPU seconds (all its processes), read every 0.1 s
+    while a run goes on, so that the CPU of the run's steady part alone
+    (after every link attached, before the last messages drain) can be
+    taken: at 10,000 queues the attach of 20,000 links is a CPU cost of its
+    own, not a message's."""
+
+    def __init__(self, target):
+        self.target, self.samples = target, []
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *_):
+        self.done.set()
+        self.thread.join()
+
+    def _run(self):
+        while True:
+            self.samples.append((time.monotonic(), self.target.cpu_s()))
+            if self.done.wait(0.1):
+                self.samples.append((time.monotonic(), self.target.cpu_s()))
+                return
+
+    def _at(self, when):
+        """CPU seconds at `when`, linear between the samples around it."""
+        before = [s for s in self.samples if s[0] <= when]
+        after = [s for s in self.samples if s[0] >= when]
+        if not before or not after:
+            return None
+        (t0, c0), (t1, c1) = before[-1], after[0]
+        return c0 if t1 == t0 else c0 + (c1 - c0) * (when - t0) / (t1 - t0)
+
+    def per_message(self, started, r, margin=0.25):
+        """The target's CPU µs per message over wharf-bench run `r`'s steady
+        part (from `setup_s` to `elapsed_s` after `started`, less `margin`
+        s at each end), at its steady rate; or why there is none."""
+        a, b = started + r.get("setup_s", 0) + margin, started + r.get("elapsed_s", 0) - margin
+        rate = r.get("steady_per_s")
+        if not rate or b - a < 0.5:
+            return "the steady part was too short to read the broker's CPU"
+        ca, cb = self._at(a), self._at(b)
+        if ca is None or cb is None:
+            return "no CPU samples around the steady part"
+        return (cb - ca) * 1e6 / (rate * (b - a))
 
 
 def long_enough(c, links, per_thousand=1):
@@ -154,9 +207,14 @@ def broker_round(args, c, t, rnd, out):
     out.attempt(["durable produce"],
                 lambda: {"durable produce": run("send", "dur", "--durable", *dur)["msgs_per_s"]})
     for k in c["queue_counts"]:
-        key = "queues %d" % k
-        out.attempt([key], lambda: {key: steady_rate(run("pair", "q%d" % k, *links_for(k),
-                                                         *long_enough(c, 2 * k), timeout=30, wall=90))})
+        key, cpu_key = "queues %d" % k, "cpu queues %d" % k
+
+        def queues():
+            started = time.monotonic()
+            with CpuSampler(t) as cpu:
+                r = run("pair", "q%d" % k, *links_for(k), *long_enough(c, 2 * k), timeout=30, wall=90)
+            return {key: steady_rate(r), cpu_key: cpu.per_message(started, r)}
+        out.attempt([key, cpu_key], queues)
     n = c["connections"]
     out.attempt(["connections"], lambda: {"connections": steady_rate(
         run("send", "conns", "--connections", str(n), *long_enough(c, n, 5), timeout=30, wall=90))})

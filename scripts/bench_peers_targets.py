@@ -4,7 +4,8 @@ Proton C++ example broker, a private RabbitMQ 3.10 instance, and the
 ceiling (a wharf-bench sender straight to a listening wharf-bench receiver).
 
 A broker target has `url`, `prefix` (what goes before a queue name in an
-address), `auth` (extra wharf-bench flags), `rss_kb()` and `stop()`;
+address), `auth` (extra wharf-bench flags), `rss_kb()`, `cpu_s()` (CPU
+seconds its processes have used) and `stop()`;
 stop() is idempotent. Every target that was started and not stopped is in
 LIVE, so that stop_all() can end them on Ctrl-C or failure. Starting one
 that cannot run raises Unavailable(reason)."""
@@ -50,13 +51,21 @@ def _children():
     return kids
 
 
-def rss_tree_kb(pid):
-    """VmRSS of `pid` and all its descendants, in kB."""
+def _tree(pid):
+    """`pid` and all its descendants."""
     kids = _children()
-    total, todo = 0, [pid]
+    out, todo = [], [pid]
     while todo:
         p = todo.pop()
+        out.append(p)
         todo.extend(kids.get(p, []))
+    return out
+
+
+def rss_tree_kb(pid):
+    """VmRSS of `pid` and all its descendants, in kB."""
+    total = 0
+    for p in _tree(pid):
         try:
             with open("/proc/%d/status" % p) as f:
                 for line in f:
@@ -65,6 +74,20 @@ def rss_tree_kb(pid):
         except OSError:
             pass
     return total
+
+
+def cpu_tree_s(pids):
+    """CPU seconds (user + system) used so far by `pids` and all their descendants."""
+    ticks = 0
+    for pid in pids:
+        for p in _tree(pid):
+            try:
+                with open("/proc/%d/stat" % p) as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                ticks += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat)
+            except (OSError, IndexError, ValueError):
+                pass
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def _stop_proc(proc, grace=30):
@@ -106,6 +129,9 @@ class Wharfd(Target):
 
     def rss_kb(self):
         return self.b.rss_kb()
+
+    def cpu_s(self):
+        return cpu_tree_s([self.b.proc.pid])
 
     def stop(self):
         self._gone()
@@ -183,6 +209,9 @@ class Relay(Target):
     def rss_kb(self):
         return sum(rss_tree_kb(p.pid) for p in self.procs if p.poll() is None)
 
+    def cpu_s(self):
+        return cpu_tree_s([p.pid for p in self.procs if p.poll() is None])
+
     def stop(self):
         self._gone()
         for p in self.procs:
@@ -245,6 +274,9 @@ class RabbitMQ(Target):
 
     def rss_kb(self):
         return rss_tree_kb(self.proc.pid) if self.proc and self.proc.poll() is None else 0
+
+    def cpu_s(self):
+        return cpu_tree_s([self.proc.pid]) if self.proc and self.proc.poll() is None else 0.0
 
     def stop(self):
         self._gone()
