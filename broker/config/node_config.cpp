@@ -101,8 +101,9 @@ constexpr std::array<flag_doc, 17> flag_docs = {{
      "Credit all producer links of the node share: with more than N / credit-window producers "
      "each gets N / producers (at least 20); 0 = no budget. Default 20000"},
     {"connection-credit-budget", "N",
-     "Credit the producer links of one connection hold together; with more producers than "
-     "fit, they take turns. 0 = no budget. Default 2000"},
+     "Credit the producer links of one connection hold together (with many connections, at most "
+     "their share of producer-credit-budget); with more producers than fit, they take turns. "
+     "0 = no budget. Default 2000"},
     {"max-frame-size", "N",
      "AMQP max-frame-size in bytes, >= 512, for listeners that set none of their own. "
      "Default 65536"},

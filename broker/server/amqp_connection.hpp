@@ -262,6 +262,7 @@ class amqp_connection final : public connection_base {
         lc.closed = true;
         mark_info(lc);
         pool_.leave(lc.pool);
+        if (pool_.links() == 0) pool_member_.release(); // the other connections' pools grow
     }
     void mark_dirty(link_ctx& lc) {
         if (!lc.dirty) {
@@ -275,6 +276,12 @@ class amqp_connection final : public connection_base {
     int64_t producer_window() const {
         return static_cast<int64_t>(settings_.producers != nullptr ? settings_.producers->window(settings_.credit_window)
                                                                     : settings_.credit_window);
+    }
+    // The pool's size now: the connection's budget, or its even share of
+    // the node's producer budget among the connections with pools.
+    void size_pool() {
+        if (settings_.producers != nullptr)
+            pool_.set_total(static_cast<int64_t>(settings_.producers->pool_part(settings_.connection_credit)));
     }
     // End of a batch: credit that came back to the pool goes to the links
     // waiting for it, in turn (see credit_pool); after a tick, idle links'
@@ -313,6 +320,7 @@ class amqp_connection final : public connection_base {
     std::unordered_map<uint64_t, engine::link_id> relay_links_;
     std::string scratch_;
     credit_pool pool_;
+    credit_budget::share pool_member_;         // counts this connection among the node's pools while it has pooled links
     engine::link_id pool_turn_ = 0;            // the link serve_credit_line() is serving
     std::atomic<bool> pool_line_{false};       // links wait for credit: on_tick() wakes us
     std::atomic<bool> tick_due_{false};        // a tick came: forgive idle links' credit

@@ -12,6 +12,11 @@
 // that wants more while the pool is spent waits in line, and the credit its
 // neighbours use comes back to the pool and goes to the link at the front.
 //
+// The pool is the connection's budget, or less while many connections have
+// pools: the node's producer-credit-budget is shared among them
+// (credit_budget::pool_part; set_total), so the node as a whole holds about
+// that budget, not connections x budget.
+//
 // A link holds at most its even part of the pool (never less than `chunk`),
 // so links that stay idle hold little. Credit that a link holds but does not
 // use still counts, and could keep the line waiting for good. While links
@@ -80,6 +85,14 @@ class credit_pool {
 
     bool enabled() const { return total_ != 0; }
     int64_t total() const { return total_; }
+    int64_t links() const { return links_; }
+    // The pool's size now (the node's budget shares it among connections:
+    // credit_budget::pool_part), never below a chunk. When it shrinks below
+    // what is out, nothing more is granted until enough is used; a tick
+    // forgives what links hold beyond their new even part.
+    void set_total(int64_t total) {
+        if (enabled()) total_ = std::max(chunk_, total);
+    }
     int64_t outstanding() const { return out_; }
     size_t waiting() const { return line_.size(); }
 
@@ -179,7 +192,7 @@ class credit_pool {
     size_t holders() const { return holders_.size(); }
 
   private:
-    const int64_t total_;
+    int64_t total_;
     const int64_t chunk_;
     int64_t out_ = 0;
     int64_t links_ = 0;

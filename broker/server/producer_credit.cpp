@@ -1,7 +1,8 @@
 // amqp_connection: producer credit. A producer's window is refilled at
 // half; pooled producers (see credit_pool.hpp) take it from the
-// connection's budget in turns, and the server's fast tick forgives
-// credit that links hold but do not use.
+// connection's budget (its share of the node's, with many connections) in
+// turns, and the server's fast tick forgives credit that links hold but do
+// not use.
 
 #include "broker/server/amqp_connection.hpp"
 
@@ -13,7 +14,10 @@ void amqp_connection::top_up_credit(link_ctx& lc) {
     // relay_batch.hpp), though Proton counts it as one delivery.
     const int64_t credit = int64_t{pn_link_credit(lc.link)} - static_cast<int64_t>(lc.batch_extra);
     // What it used goes back to the connection's pool (blocked or not).
-    if (lc.pool.joined) pool_.holds(lc.pool, credit);
+    if (lc.pool.joined) {
+        size_pool();
+        pool_.holds(lc.pool, credit);
+    }
     if (lc.blocked) return;
     int64_t window = producer_window();
     if (lc.pool.joined) window = pool_.window(window); // at most its even part
@@ -25,6 +29,7 @@ void amqp_connection::top_up_credit(link_ctx& lc) {
 }
 
 void amqp_connection::serve_credit_line() {
+    size_pool();
     if (tick_due_.exchange(false, std::memory_order_relaxed)) pool_.tick(pool_.window(producer_window()));
     for (engine::link_id id = pool_.next(); id != 0; id = pool_.next()) {
         link_ctx* lc = find(id);

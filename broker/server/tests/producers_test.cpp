@@ -108,6 +108,54 @@ TEST_F(producers, a_connections_producers_share_its_credit_budget) {
     r.settle_all(settle_as::accept);
 }
 
+// The node's producer-credit-budget bounds its producers' credit across
+// connections too: a connection that opens producers while another's pool
+// holds credit gets its share of the node's budget (40 over two
+// connections: 20), not its own budget's worth (three producers of 20
+// each), and every message of both still gets through, in turns.
+TEST_F(producers, connections_share_the_nodes_producer_budget) {
+    if (relay_mode()) GTEST_SKIP() << "the relaying node does not pool relayed producers";
+    start_broker({.args = {"--credit-window", "100", "--producer-credit-budget", "40",
+                           "--connection-credit-budget", "200"}});
+    auto open_three_on = [](test_client& c, const std::string& address) {
+        std::vector<test_sender> s;
+        for (int i = 0; i < 3; ++i) {
+            s.push_back(c.open_sender(address));
+            EXPECT_TRUE(s.back().wait_open()) << address << ": " << s.back().wait_error();
+        }
+        return s;
+    };
+    auto total = [](std::vector<test_sender>& s) {
+        int n = 0;
+        for (auto& x : s) n += std::max(0, x.credit());
+        return n;
+    };
+    auto a = connect();
+    std::vector<test_sender> first = open_three_on(*a, "node-budget-a");
+    ASSERT_TRUE(first[0].wait_credit_at_least(20)) << first[0].credit();
+    auto b = connect();
+    std::vector<test_sender> second = open_three_on(*b, "node-budget-b");
+    ASSERT_FALSE(HasFailure());
+    ASSERT_TRUE(eventually([&] { return total(second) >= 20; })) << total(second);
+    EXPECT_LE(total(second), 20) << "its share of the node's 40, not three producers x 20";
+
+    constexpr int n = 30; // two turns of 20 each
+    for (int j = 0; j < n; ++j)
+        for (auto* group : {&first, &second})
+            for (auto& s : *group) s.send(text_message(std::to_string(j)));
+    for (auto* group : {&first, &second})
+        for (size_t i = 0; i < group->size(); ++i) {
+            auto outs = (*group)[i].wait_outcomes(n);
+            ASSERT_EQ(outs.size(), static_cast<size_t>(n)) << "producer " << i;
+            for (const auto& o : outs) EXPECT_EQ(o.kind, outcome_kind::accepted) << "producer " << i;
+        }
+    for (const char* address : {"node-budget-a", "node-budget-b"}) {
+        test_receiver r = a->open_receiver(address, receiver_credit(100));
+        EXPECT_EQ(r.wait_messages(3 * n).size(), static_cast<size_t>(3 * n)) << address;
+        r.settle_all(settle_as::accept);
+    }
+}
+
 // Thirty producers on a connection whose budget fits ten windows' worth of
 // a chunk: they take turns, and every message of each arrives, in its order.
 TEST_F(producers, thirty_producers_on_one_connection_all_get_through_in_turns) {

@@ -2,6 +2,7 @@
 // together and take turns when it is spent; at a tick, credit beyond a
 // link's even part is forgiven, and all of it after a long idle.
 
+#include "broker/server/credit_budget.hpp"
 #include "broker/server/credit_pool.hpp"
 
 #include <gtest/gtest.h>
@@ -150,6 +151,52 @@ TEST(credit_pool, a_pool_smaller_than_a_chunk_still_grants) {
     EXPECT_EQ(p.grant(a, 1, 100), 5);
     p.holds(a, 0);
     EXPECT_EQ(p.grant(a, 1, 100), 5);
+}
+
+// The node's budget shared among the connections' pools: each gets an even
+// share, at most its own connection budget and at least the floor; a
+// connection that lets go gives its share back to the others.
+TEST(credit_budget, pooled_connections_share_the_node_budget) {
+    credit_budget node(1000);
+    EXPECT_EQ(node.pool_part(2000), 1000u) << "no pool yet: as if it were the only one";
+    std::vector<credit_budget::share> pools;
+    pools.emplace_back(node, credit_budget::kind::pool);
+    EXPECT_EQ(node.pool_part(2000), 1000u);
+    EXPECT_EQ(node.pool_part(300), 300u) << "never more than the connection's own budget";
+    for (int i = 0; i < 3; ++i) pools.emplace_back(node, credit_budget::kind::pool);
+    EXPECT_EQ(node.pool_part(2000), 250u);
+    EXPECT_EQ(node.links(), 0u) << "pools are not links";
+    for (int i = 0; i < 96; ++i) pools.emplace_back(node, credit_budget::kind::pool);
+    EXPECT_EQ(node.pool_part(2000), credit_budget::default_floor) << "100 pools: the floor";
+    pools.resize(2);
+    EXPECT_EQ(node.pools(), 2u);
+    EXPECT_EQ(node.pool_part(2000), 500u) << "the others' shares come back";
+    EXPECT_EQ(credit_budget(0).pool_part(2000), 2000u) << "no node budget: the connection's";
+}
+
+// A pool made smaller while its links hold more than the new size grants
+// nothing until enough of it is used, and never shrinks below a chunk.
+TEST(credit_pool, a_smaller_pool_grants_again_once_enough_is_used) {
+    three_links t(200);
+    auto& [p, a, b, c] = t;
+    EXPECT_EQ(p.grant(a, 1, 100), 100);
+    EXPECT_EQ(p.grant(b, 2, 100), 100);
+    p.set_total(60);
+    EXPECT_EQ(p.total(), 60);
+    EXPECT_EQ(p.window(1000), credit_pool::default_chunk) << "60 over three links, at least a chunk";
+    EXPECT_EQ(p.grant(c, 3, 20), 0) << "200 out of 60: c waits";
+    p.holds(a, 0); // a used its 100: 100 out, still over 60
+    EXPECT_EQ(p.next(), 0u);
+    p.holds(b, 50); // b used half: 50 out, 10 left, less than a chunk
+    EXPECT_EQ(p.next(), 0u);
+    p.holds(b, 30); // 30 out: a chunk's room
+    EXPECT_EQ(p.next(), 3u);
+    EXPECT_EQ(p.grant(c, 3, 20, true), 20);
+    EXPECT_EQ(p.outstanding(), 50);
+    p.set_total(5);
+    EXPECT_EQ(p.total(), credit_pool::default_chunk) << "never below a chunk";
+    p.set_total(2000);
+    EXPECT_EQ(p.total(), 2000);
 }
 
 } // namespace
