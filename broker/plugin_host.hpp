@@ -47,6 +47,7 @@ class plugin_host final : public plugins::node_context {
     void detach_links(std::vector<std::string> queues, error err,
                       std::optional<plugins::redirect_target> target) override;
     std::vector<plugins::local_queue> queues() override;
+    uint64_t queue_set_version() const override { return engine_ ? engine_->queue_set_version() : 0; }
     std::unique_ptr<plugins::queue_tap> tap(
         const std::string& queue, std::function<void(std::vector<plugins::tapped_message>)> on_messages) override;
     bool delete_queue_if_idle(const std::string& queue) override;

@@ -308,6 +308,7 @@ queue* queue_engine::create_queue(const std::string& name, bool dynamic) {
     auto q = std::make_unique<queue>(name, std::move(policy), dynamic);
     queue* raw = q.get();
     queues_.emplace(name, std::move(q));
+    queue_set_version_.fetch_add(1, std::memory_order_release);
     return raw;
 }
 
@@ -348,6 +349,7 @@ void queue_engine::delete_queue(queue* q) {
     std::vector<link_id> waiting;
     waiting.swap(q->blocked_producers());
     queues_.erase(name);
+    queue_set_version_.fetch_add(1, std::memory_order_release);
     // Producers that waited for room in it: their next message now fails
     // (no such queue) instead of waiting forever.
     for (link_id id : waiting) {

@@ -12,6 +12,7 @@
 #include "broker/engine/protocol.hpp"
 #include "broker/engine/queue.hpp"
 
+#include <atomic>
 #include <functional>
 #include <optional>
 #include <memory>
@@ -68,6 +69,10 @@ class queue_engine final : private dispatch_sink {
 
     // Thread-safe: runs on the strand (waits for it). Not for the message path.
     std::vector<queue_stats> stats();
+    // Thread-safe, without waiting: changes whenever a queue is created or
+    // removed, so that a caller that walks every queue now and then (the
+    // WLM's hand-over tick) can skip the walk while nothing changed.
+    uint64_t queue_set_version() const { return queue_set_version_.load(std::memory_order_acquire); }
     // Management, thread-safe, waiting for the strand. purge: removes the
     // messages waiting in `queue` (not those out for delivery); how many, or
     // nullopt without such a queue. remove: deletes the queue, its messages
@@ -176,6 +181,7 @@ class queue_engine final : private dispatch_sink {
     bool runner_wanted_ = false;
     bool runner_stop_ = false;
     std::thread runner_thread_;
+    std::atomic<uint64_t> queue_set_version_{0};
 };
 
 } // namespace wharf::engine

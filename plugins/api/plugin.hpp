@@ -198,6 +198,10 @@ class node_context {
 
     // The queues this node holds now. Waits for the queue engine.
     virtual std::vector<local_queue> queues() = 0;
+    // Changes whenever this node creates or removes a queue; does not wait.
+    // A plugin that walks queues() on a timer can skip the walk while it
+    // stays the same (and nothing else it watches changed).
+    virtual uint64_t queue_set_version() const = 0;
     // Takes `queue`'s messages: `on_messages` runs on the queue engine's
     // thread, must be quick and must not call back into the node_context
     // (hand the work to another thread). Creates the queue if it is missing.

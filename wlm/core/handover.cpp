@@ -21,6 +21,7 @@ bool wlm_service::cas_owner(const std::string& queue, const owner_record& rec, c
     if (!put) {
         // Lost a race (or the store failed): the change log brings the
         // record as it is, and the next tick decides again.
+        again_ = true;
         spdlog::info("{}: wlm: queue '{}': owner record changed meanwhile ({}); will look again",
                      node_.node_id, queue, put.error().description);
         return false;
@@ -51,8 +52,38 @@ std::shared_ptr<internode::forwarder> wlm_service::forwarder_to(const std::strin
     return f;
 }
 
+// A walk asks the queue engine for every queue it holds and looks each up in
+// the caches: at 10,000 queues that costs tens of milliseconds of both
+// threads, so a tick walks only when something it acts on may have changed.
+// What ends a hand-over, a drain or a reassignment (messages arriving at the
+// target, a deadline) is not such a change: while one is under way every
+// tick walks. The safety net catches whatever a trigger missed.
+bool wlm_service::reconcile_due(clock::time_point now) {
+    constexpr int safety_net_ticks = 300; // a minute at the default poll-interval
+    const uint64_t queues = ctx_.queue_set_version();
+    uint64_t world;
+    bool draining;
+    {
+        std::lock_guard l(mu_);
+        world = world_version_;
+        draining = draining_locked();
+    }
+    const std::pair seen{queues, world};
+    const bool due = !reconciled_ || *reconciled_ != seen || again_ || !transfers_.empty() || draining ||
+                     (opts_.reassign_after && !down_since_.empty()) || now >= next_full_reconcile_;
+    if (!due) return false;
+    // Read before the walk: a change during it brings another.
+    reconciled_ = seen;
+    again_ = false;
+    next_full_reconcile_ = now + opts_.poll * safety_net_ticks;
+    return true;
+}
+
 void wlm_service::reconcile() {
-    if (!serving_) return;
+    if (!serving_) {
+        again_ = true; // not serving: nothing was looked at
+        return;
+    }
     const auto held = ctx_.queues();
     std::set<std::string> here;
     for (const auto& q : held) {
@@ -113,7 +144,10 @@ void wlm_service::apply_settings(const std::string& queue) {
     }
     auto [had, fresh] = applied_settings_.try_emplace(queue);
     if (!fresh && had->second == want) return;
-    if (!want.empty() && !ctx_.configure_queue(queue, decode_settings(want))) return;
+    if (!want.empty() && !ctx_.configure_queue(queue, decode_settings(want))) {
+        again_ = true;
+        return;
+    }
     had->second = want;
 }
 
@@ -156,7 +190,10 @@ void wlm_service::hand_over(const plugins::local_queue& q, const owner_record& r
     if (moving_out && !flip(q.name, rec)) return;
     const uint64_t moved = t->moved();
     transfers_.erase(q.name); // ends the tap, before the queue goes
-    if (!ctx_.delete_queue_if_idle(q.name)) return; // something came in meanwhile: next tick
+    if (!ctx_.delete_queue_if_idle(q.name)) { // something came in meanwhile: next tick
+        again_ = true;
+        return;
+    }
     spdlog::info("{}: wlm: queue '{}' handed to node {} ({} messages moved)", node_.node_id, q.name, target,
                  moved);
 }
@@ -188,7 +225,10 @@ void wlm_service::claim(const std::string& queue, uint64_t depth) {
     rec.epoch = 1;
     rec.reason = "holds " + std::to_string(depth) + " messages stored here before the cluster knew the queue";
     auto put = store_->compare_and_set(owner_key(queue), 0, encode(rec));
-    if (!put) return; // someone else placed it: the change log tells, the next tick hands over
+    if (!put) { // someone else placed it (the change log tells, the next tick hands over), or the store failed
+        again_ = true;
+        return;
+    }
     rec.version = *put;
     spdlog::info("{}: wlm: queue '{}' -> {} ({})", node_.node_id, queue, rec.node, rec.reason);
     std::lock_guard l(mu_);

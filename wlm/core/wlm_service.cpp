@@ -115,6 +115,7 @@ bool wlm_service::load_all() {
     auto settings = store_->list(settings_prefix);
     if (!rev || !nodes || !owners || !drains || !routes || !placement || !settings) return false;
     std::lock_guard l(mu_);
+    ++world_version_;
     nodes_.clear();
     owners_.clear();
     owned_.clear();
@@ -147,13 +148,20 @@ bool wlm_service::load_all() {
 void wlm_service::apply(const change& c) {
     const std::string& key = c.kv.key;
     if (key.rfind(nodes_prefix, 0) == 0) {
+        // A node's record is rewritten with its load every heartbeat; only
+        // a node coming, going or moving concerns the hand-over tick.
         const std::string id = key.substr(nodes_prefix.size());
         if (c.kind == change::erase) {
-            nodes_.erase(id);
+            if (nodes_.erase(id) != 0) ++world_version_;
         } else if (auto n = decode_node(id, c.kv.value)) {
-            nodes_[id] = std::move(*n);
+            auto& cur = nodes_[id];
+            if (cur.host != n->host || cur.port != n->port) ++world_version_;
+            cur = std::move(*n);
         }
-    } else if (key.rfind(owners_prefix, 0) == 0) {
+        return;
+    }
+    ++world_version_;
+    if (key.rfind(owners_prefix, 0) == 0) {
         const std::string q = key.substr(owners_prefix.size());
         if (c.kind == change::erase) {
             erase_owner_locked(q);
@@ -249,6 +257,7 @@ std::vector<node_load> wlm_service::candidates_locked() const {
 
 void wlm_service::set_owner_locked(const std::string& queue, owner_record rec) {
     erase_owner_locked(queue);
+    ++world_version_;
     ++owned_[holder(rec)];
     owners_[queue] = std::move(rec);
 }
@@ -258,6 +267,7 @@ void wlm_service::erase_owner_locked(const std::string& queue) {
     if (it == owners_.end()) return;
     if (auto t = owned_.find(holder(it->second)); t != owned_.end() && --t->second == 0) owned_.erase(t);
     owners_.erase(it);
+    ++world_version_;
 }
 
 plugins::resolution wlm_service::answer_locked(const std::string& queue) const {
@@ -378,7 +388,10 @@ void wlm_service::learn_nodes_locked(const std::vector<key_value>& live) {
     for (const auto& kv : live) {
         const std::string id = kv.key.substr(nodes_prefix.size());
         if (!nodes_.count(id))
-            if (auto n = decode_node(id, kv.value)) nodes_[id] = std::move(*n);
+            if (auto n = decode_node(id, kv.value)) {
+                nodes_[id] = std::move(*n);
+                ++world_version_;
+            }
     }
 }
 
@@ -542,7 +555,7 @@ void wlm_service::run() {
         answer_parked(false);
         const auto now = clock::now();
         if (now >= next_reconcile_) {
-            reconcile();
+            if (reconcile_due(now)) reconcile();
             next_reconcile_ = clock::now() + opts_.poll;
         }
         if (now >= next_heartbeat_) {

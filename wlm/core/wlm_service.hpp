@@ -141,6 +141,10 @@ class wlm_service final : public plugins::plugin, public plugins::address_resolv
     wlm_options::serve_mode mode_locked(std::string_view queue) const;
 
     // handover.cpp (worker thread)
+    // Whether a tick must walk the queues: something it acts on changed
+    // since the last walk, or a hand-over, drain, reassignment or failed
+    // step is under way, or the safety-net period passed.
+    bool reconcile_due(clock::time_point now);
     void reconcile();
     void hand_over(const plugins::local_queue& q, const owner_record& rec);
     void apply_settings(const std::string& queue);
@@ -176,6 +180,12 @@ class wlm_service final : public plugins::plugin, public plugins::address_resolv
     std::map<std::string, std::shared_ptr<internode::forwarder>> forwarders_; // by node
     std::map<std::string, clock::time_point> down_since_;              // by node
     std::map<std::string, std::string> applied_settings_;              // by queue: the record applied
+    // What the last walk saw: the engine's queue_set_version and
+    // world_version_ (none before the first walk); again_: a step failed
+    // or waits, so walk again on the next tick.
+    std::optional<std::pair<uint64_t, uint64_t>> reconciled_;
+    bool again_ = false;
+    clock::time_point next_full_reconcile_;
 
     mutable std::mutex mu_;                   // the caches and the request queues
     std::condition_variable cv_;
@@ -184,6 +194,10 @@ class wlm_service final : public plugins::plugin, public plugins::address_resolv
     // a placement does not count every queue of the cluster again.
     std::unordered_map<std::string, owner_record> owners_;
     std::unordered_map<std::string, uint64_t> owned_;
+    // Moves on whenever something reconcile() acts on changes: an owner
+    // record, a node joining or leaving (or moving), drains, routes,
+    // placement or settings records. Not on load reports.
+    uint64_t world_version_ = 0;
     std::map<std::string, node_record> nodes_;
     std::set<std::string> drains_;
     std::map<std::string, route_record> routes_;   // by pattern
