@@ -264,6 +264,14 @@ class amqp_connection final : public connection_base {
         pool_.leave(lc.pool);
         if (pool_.links() == 0) pool_member_.release(); // the other connections' pools grow
     }
+    // A client's producer, local or relayed, takes its credit from the
+    // connection's pool; the connection then counts among the node's pools.
+    void join_pool(link_ctx& lc) {
+        if (!pool_.enabled()) return;
+        pool_.join(lc.pool);
+        if (!pool_member_.held() && settings_.producers != nullptr)
+            pool_member_ = credit_budget::share(*settings_.producers, credit_budget::kind::pool);
+    }
     void mark_dirty(link_ctx& lc) {
         if (!lc.dirty) {
             lc.dirty = true;

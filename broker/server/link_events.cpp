@@ -196,11 +196,7 @@ void amqp_connection::handle(engine::ev_attached& ev) {
         if (settings_.producers != nullptr) lc->producer_share = credit_budget::share(*settings_.producers);
         // A client's producer to a named queue takes its credit from the
         // connection's pool (a peer's batches and anonymous links do not).
-        if (pool_.enabled() && lc->batch == 0 && !lc->anonymous) {
-            pool_.join(lc->pool);
-            if (!pool_member_.held() && settings_.producers != nullptr)
-                pool_member_ = credit_budget::share(*settings_.producers, credit_budget::kind::pool);
-        }
+        if (lc->batch == 0 && !lc->anonymous) join_pool(*lc);
         top_up_credit(*lc);
     }
 }

@@ -9,6 +9,7 @@
 namespace wharf::server {
 
 void amqp_connection::top_up_credit(link_ctx& lc) {
+    if (lc.relayed) return relay_credit(lc); // its turn in the pool's line came
     if (lc.closed || !lc.attached || lc.link == nullptr) return;
     // In messages: a batch spends a credit for each of its messages (see
     // relay_batch.hpp), though Proton counts it as one delivery.

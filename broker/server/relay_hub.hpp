@@ -16,6 +16,9 @@
 // million messages in flight through one relaying node. Every client then
 // works through that backlog before it gets to its newer links, and their
 // attaches look stalled although this node opened them within a second.
+// The share has a floor (20 a link), so with many producers it is the
+// client connection's credit pool that bounds them (relay_credit): relayed
+// producers take their credit from it like local ones.
 //
 // Threads: peer() is called on client connections' threads; connections are
 // opened through the server (its proactor and connection table). Thread-safe.

@@ -4,6 +4,7 @@
 #include "broker/server/tests/component_test.hpp"
 
 #include <proton/delivery_mode.hpp>
+#include <proton/source_options.hpp>
 
 namespace wharf::server::test {
 namespace {
@@ -88,8 +89,6 @@ TEST_F(producers, many_producers_share_the_node_credit_budget) {
 // once what they hold beyond their part stops counting (at the next tick),
 // and every message is accepted.
 TEST_F(producers, a_connections_producers_share_its_credit_budget) {
-    if (relay_mode())
-        GTEST_SKIP() << "a relayed producer's credit is the owner's (relay_credit), not the front's pool";
     auto [c, a, b, late] = open_three(200, "pool-q", "pool-q", 100);
     ASSERT_FALSE(HasFailure());
     ASSERT_TRUE(late.wait_credit_at_least(20)) << "idle neighbours' credit kept it waiting";
@@ -114,7 +113,6 @@ TEST_F(producers, a_connections_producers_share_its_credit_budget) {
 // connections: 20), not its own budget's worth (three producers of 20
 // each), and every message of both still gets through, in turns.
 TEST_F(producers, connections_share_the_nodes_producer_budget) {
-    if (relay_mode()) GTEST_SKIP() << "the relaying node does not pool relayed producers";
     start_broker({.args = {"--credit-window", "100", "--producer-credit-budget", "40",
                            "--connection-credit-budget", "200"}});
     auto open_three_on = [](test_client& c, const std::string& address) {
@@ -191,11 +189,14 @@ TEST_F(producers, thirty_producers_on_one_connection_all_get_through_in_turns) {
 // what it held goes back to them, and after it detaches the node goes on
 // serving the connection's line (it no longer counts or looks at the link).
 TEST_F(producers, a_deleted_queues_producer_leaves_the_connections_credit_to_the_others) {
-    if (relay_mode()) GTEST_SKIP() << "the relaying node does not pool relayed producers";
     auto [c, gone, kept, late] = open_three(40, "gone-q", "kept-q", 20);
     ASSERT_FALSE(HasFailure());
 
-    test_receiver replies = c->open_receiver("mgmt-replies", receiver_credit(10));
+    proton::source_options temporary; // replies come to a queue of the node the client talks to
+    temporary.dynamic(true);
+    proton::receiver_options ro = receiver_credit(10);
+    ro.source(temporary);
+    test_receiver replies = c->open_receiver("", ro);
     ASSERT_TRUE(replies.wait_open()) << replies.wait_error();
     test_sender mgmt = c->open_sender("$management");
     ASSERT_TRUE(mgmt.wait_open()) << mgmt.wait_error();
@@ -203,7 +204,7 @@ TEST_F(producers, a_deleted_queues_producer_leaves_the_connections_credit_to_the
     del.properties().put("operation", "DELETE");
     del.properties().put("type", "wharf.queue");
     del.properties().put("name", "gone-q");
-    del.reply_to("mgmt-replies");
+    del.reply_to(replies.remote_source_address());
     mgmt.send(del);
     auto answer = replies.wait_messages(1);
     ASSERT_EQ(answer.size(), 1u);
