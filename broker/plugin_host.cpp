@@ -122,11 +122,9 @@ void plugin_host::stop() {
 plugins::load_figures plugin_host::load_now() {
     plugins::load_figures f;
     if (engine_ == nullptr) return f;
-    for (const auto& q : engine_->stats()) {
-        if (q.dynamic) continue;
-        ++f.queues;
-        f.messages += q.depth;
-    }
+    const auto t = engine_->totals();
+    f.queues = t.queues;
+    f.messages = t.messages;
     f.connections = connections_ ? connections_->load() : 0;
     return f;
 }

@@ -168,6 +168,21 @@ std::vector<queue_stats> queue_engine::stats() {
     return fut.get();
 }
 
+queue_engine::totals_t queue_engine::totals() {
+    auto done = std::make_shared<std::promise<totals_t>>();
+    auto fut = done->get_future();
+    post(cmd_run{std::make_shared<std::function<void()>>([this, done] {
+        totals_t t;
+        for (const auto& [name, q] : queues_) {
+            if (q->dynamic()) continue;
+            ++t.queues;
+            t.messages += q->depth();
+        }
+        done->set_value(t);
+    })});
+    return fut.get();
+}
+
 std::optional<uint64_t> queue_engine::purge(const std::string& name) {
     auto done = std::make_shared<std::promise<std::optional<uint64_t>>>();
     auto fut = done->get_future();

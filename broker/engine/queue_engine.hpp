@@ -69,6 +69,14 @@ class queue_engine final : private dispatch_sink {
 
     // Thread-safe: runs on the strand (waits for it). Not for the message path.
     std::vector<queue_stats> stats();
+    // Thread-safe, waiting for the strand: the queues other than temporary
+    // ones, and the messages they hold. Cheap beside stats() (no
+    // names, no link counts): the WLM reports it at every heartbeat.
+    struct totals_t {
+        uint64_t queues = 0;
+        uint64_t messages = 0;
+    };
+    totals_t totals();
     // Thread-safe, without waiting: changes whenever a queue is created or
     // removed, so that a caller that walks every queue now and then (the
     // WLM's hand-over tick) can skip the walk while nothing changed.

@@ -467,8 +467,6 @@ TEST(queue_engine, unsent_delivery_goes_back_without_ping_pong) {
     EXPECT_FALSE(again[0].redelivered);
 }
 
-} // namespace
-} // namespace wharf::engine::testing
 
 namespace wharf::engine::testing {
 namespace {
@@ -502,6 +500,41 @@ TEST(queue_engine, only_durable_messages_on_durable_queues_are_stored) {
     c3.messages.push_back(std::move(reply));
     f.engine->post(std::move(c3));
     EXPECT_EQ(f.store.enqueued(), 1u) << "temporary queues are never stored";
+}
+
+} // namespace
+} // namespace wharf::engine::testing
+
+// What a node reports as its load (the WLM's heartbeat), and the version
+// that tells a plugin the set of queues changed: temporary queues count in
+// neither figure; creating and deleting a queue each move the version.
+TEST(queue_engine, totals_and_the_queue_set_version) {
+    engine_fixture f;
+    const uint64_t v0 = f.engine->queue_set_version();
+    auto a = f.producer("a");
+    f.publish(a, {"1", "2", "3"});
+    auto b = f.producer("b");
+    f.publish(b, {"4"});
+    f.engine->post(cmd_attach_consumer{77, "", true, false, false, f.out});
+    const std::string temporary = f.out->take<ev_attached>().back().address;
+    ASSERT_EQ(temporary.rfind("$dynamic.", 0), 0u) << temporary;
+    auto anon = f.producer("");
+    cmd_publish pub{anon, {}};
+    pub.messages.push_back(engine_fixture::msg("to the temporary queue", temporary));
+    f.engine->post(std::move(pub));
+
+    const auto t = f.engine->totals();
+    EXPECT_EQ(t.queues, 2u) << "a and b, not the temporary queue";
+    EXPECT_EQ(t.messages, 4u);
+    const uint64_t v1 = f.engine->queue_set_version();
+    EXPECT_NE(v1, v0) << "three queues were created";
+    EXPECT_EQ(f.engine->totals().queues, 2u);
+    EXPECT_EQ(f.engine->queue_set_version(), v1) << "nothing was created or deleted since";
+
+    ASSERT_TRUE(f.engine->remove("b"));
+    EXPECT_NE(f.engine->queue_set_version(), v1) << "b was deleted";
+    EXPECT_EQ(f.engine->totals().queues, 1u);
+    EXPECT_EQ(f.engine->totals().messages, 3u);
 }
 
 } // namespace
