@@ -180,5 +180,43 @@ TEST_F(nodes, anonymous_sender_with_auto_create_creates_the_to_queue) {
     EXPECT_EQ(body_of(got[0]), "hello");
 }
 
+
+// A management request that names a queue as its reply-to: on a single node
+// the answer arrives there. In a cluster, at a node that does not own that
+// queue, the node cannot put the answer there (it neither makes nor relays
+// into another node's queue), so it refuses the request before running it,
+// saying why and what works instead, rather than running it and dropping
+// the answer.
+TEST_F(nodes, management_answers_into_a_named_queue_only_if_this_node_holds_it) {
+    start_broker();
+    auto c = connect();
+    test_receiver replies = c->open_receiver("named-replies", receiver_credit(10));
+    ASSERT_TRUE(replies.wait_open()) << replies.wait_error();
+    test_sender mgmt = c->open_sender("$management");
+    ASSERT_TRUE(mgmt.wait_open()) << mgmt.wait_error();
+    proton::message req;
+    req.id(std::string("q1"));
+    req.properties().put("operation", "QUERY");
+    req.properties().put("type", "wharf.queue");
+    req.properties().put("name", "named-replies");
+    req.reply_to("named-replies");
+    mgmt.send(req);
+    auto outs = mgmt.wait_outcomes(1);
+    ASSERT_EQ(outs.size(), 1u);
+    if (!relay_mode()) {
+        EXPECT_EQ(outs[0].kind, outcome_kind::accepted);
+        auto answer = replies.wait_messages(1);
+        ASSERT_EQ(answer.size(), 1u);
+        EXPECT_EQ(proton::get<int32_t>(answer[0].msg.properties().get("statusCode")), 200);
+        return;
+    }
+    ASSERT_EQ(outs[0].kind, outcome_kind::rejected);
+    ASSERT_TRUE(outs[0].condition.has_value());
+    EXPECT_EQ(outs[0].condition->name, "amqp:invalid-field");
+    const std::string& why = outs[0].condition->description;
+    EXPECT_NE(why.find("reply-to 'named-replies' is a queue of node owner"), std::string::npos) << why;
+    EXPECT_NE(why.find("temporary queue"), std::string::npos) << why;
+}
+
 } // namespace
 } // namespace wharf::server::test
