@@ -276,8 +276,14 @@ void amqp_connection::on_management_request(link_ctx& lc, pn_delivery_t* d) {
         if (auto bad = unanswerable(req->reply_to)) req = fail(std::move(*bad));
     }
     if (!req) {
-        if (pn_delivery_settled(d)) pn_delivery_settle(d);
-        else reject_now(d, req.error().code, req.error().description);
+        if (pn_delivery_settled(d)) {
+            // Sent pre-settled: there is no outcome to refuse it with.
+            spdlog::info("{}: management: a pre-settled request was dropped: {}", settings_.node_id,
+                         req.error().description);
+            pn_delivery_settle(d);
+        } else {
+            reject_now(d, req.error().code, req.error().description);
+        }
     } else {
         pn_delivery_update(d, PN_ACCEPTED);
         pn_delivery_settle(d);
