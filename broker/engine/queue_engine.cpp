@@ -323,7 +323,7 @@ queue* queue_engine::create_queue(const std::string& name, bool dynamic) {
     auto q = std::make_unique<queue>(name, std::move(policy), dynamic);
     queue* raw = q.get();
     queues_.emplace(name, std::move(q));
-    queue_set_version_.fetch_add(1, std::memory_order_release);
+    if (!dynamic) queue_set_version_.fetch_add(1, std::memory_order_release); // (a temporary queue's link is its owner)
     return raw;
 }
 
@@ -361,10 +361,11 @@ void queue_engine::delete_queue(queue* q) {
         p.out.reset(); // keep the entry: later publishes fail cleanly
     }
     const std::string name = q->name();
+    const bool dynamic = q->dynamic();
     std::vector<link_id> waiting;
     waiting.swap(q->blocked_producers());
     queues_.erase(name);
-    queue_set_version_.fetch_add(1, std::memory_order_release);
+    if (!dynamic) queue_set_version_.fetch_add(1, std::memory_order_release);
     // Producers that waited for room in it: their next message now fails
     // (no such queue) instead of waiting forever.
     for (link_id id : waiting) {

@@ -77,9 +77,11 @@ class queue_engine final : private dispatch_sink {
         uint64_t messages = 0;
     };
     totals_t totals();
-    // Thread-safe, without waiting: changes whenever a queue is created or
-    // removed, so that a caller that walks every queue now and then (the
-    // WLM's hand-over tick) can skip the walk while nothing changed.
+    // Thread-safe, without waiting: changes whenever a queue other than a
+    // temporary one is created or removed, so that a caller that walks
+    // every queue now and then (the WLM's hand-over tick) can skip the walk
+    // while nothing changed. (Every management client's reply queue would
+    // otherwise cost a walk.)
     uint64_t queue_set_version() const { return queue_set_version_.load(std::memory_order_acquire); }
     // Management, thread-safe, waiting for the strand. purge: removes the
     // messages waiting in `queue` (not those out for delivery); how many, or

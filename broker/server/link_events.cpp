@@ -385,8 +385,8 @@ std::optional<error> amqp_connection::admit(engine::message_ref body, bool too_b
 
 // Management replies go into a queue of this node only (they never make a
 // queue that another node owns, and the node does not relay them): a
-// request whose reply-to is elsewhere, or not placed yet, is refused before
-// it runs, rather than run and its answer dropped.
+// request whose reply-to is another node's queue is refused before it runs,
+// rather than run and its answer dropped.
 std::optional<error> amqp_connection::unanswerable(const std::string& reply_to) {
     auto route = route_anonymous(reply_to);
     const std::string fix = "; management replies go to a queue of the node that answers: reply to a temporary "
@@ -400,8 +400,10 @@ std::optional<error> amqp_connection::unanswerable(const std::string& reply_to) 
     case anon_route::refuse:
         return error{errc::invalid_field, "reply-to '" + reply_to + "': " + route.err.description + fix};
     case anon_route::unknown:
-        return error{errc::invalid_field,
-                     "reply-to '" + reply_to + "' is not a queue this node knows yet (it has no owner)" + fix};
+        // Not placed yet, perhaps by the reply receiver's attach still on
+        // its way: the request runs, and the answer goes there if by then
+        // the queue is this node's.
+        return std::nullopt;
     }
     return std::nullopt;
 }

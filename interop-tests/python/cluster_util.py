@@ -27,9 +27,10 @@ def free_port():
 
 class Cluster:
     """wlm: extra [plugin.wlm] keys, e.g. {"lease-ttl": 1, "reassign-after": 2}.
-    etcd: an EtcdCluster to use (else WHARF_METADATA=etcd picks the shared one)."""
+    etcd: an EtcdCluster to use (else WHARF_METADATA=etcd picks the shared one).
+    ids: the nodes' ids (default n1, n2, ...; then n is ignored)."""
 
-    def __init__(self, n=3, wlm=None, broker="", etcd=None):
+    def __init__(self, n=3, wlm=None, broker="", etcd=None, ids=None):
         self.dir = tempfile.mkdtemp(prefix="wharf-cluster-")
         if etcd is None and os.environ.get("WHARF_METADATA") == "etcd":
             etcd = shared_etcd()
@@ -39,7 +40,7 @@ class Cluster:
         self.metadata = etcd.spec(self.prefix) if etcd else "sqlite:" + os.path.join(self.dir, "meta.db")
         self.wlm = dict(wlm or {})
         self.broker = broker  # top-level config lines for every node
-        self.nodes = [self._start("n%d" % i) for i in range(1, n + 1)]
+        self.nodes = [self._start(i) for i in (ids or ["n%d" % i for i in range(1, n + 1)])]
 
     def _config(self):
         text = "plugins = [\"wlm\"]\nmetadata = \"%s\"\n%s\n[plugin.wlm]\n" % (self.metadata, self.broker)

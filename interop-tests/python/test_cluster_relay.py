@@ -217,6 +217,39 @@ def test_request_reply_across_nodes_through_temporary_queues(cluster):
         service.close()
 
 
+def test_temporary_queues_work_across_nodes_whose_ids_hold_dots():
+    # The default node id is "wharf-" + the host name, and host names often
+    # hold dots: a temporary queue's name ($dynamic.<node>.<n>) must still
+    # name its node, for replies from another node and for management.
+    front_id, owner_id = "wharf-a.example.net", "wharf-b.example.net"
+    c = Cluster(ids=[front_id, owner_id],
+                wlm={"lease-ttl": 1, "poll-interval": 0.05, "rules": '["* -> node:%s"]' % owner_id})
+    front, owner = c.nodes
+    requester = connect(front)
+    service = connect(owner)
+    m = None
+    try:
+        replies = requester.create_receiver(None, dynamic=True, credit=5)
+        reply_to = replies.link.remote_source.address
+        assert reply_to.startswith("$dynamic.%s." % front_id)
+        requester.create_sender("service").send(Message(body="ping", reply_to=reply_to))
+        inbox = service.create_receiver("service", credit=1)
+        req = inbox.receive(timeout=10)
+        inbox.accept()
+        service.create_sender(req.reply_to).send(Message(body="pong"))  # from the owner to the front
+        assert replies.receive(timeout=10).body == "pong"
+        replies.accept()
+        m = Mgmt(front.url)  # its replies go to a temporary queue of the front
+        status, desc, _ = m.call("READ", type="wharf.queue", name="service")
+        assert status == 200, desc
+    finally:
+        if m:
+            m.close()
+        requester.close()
+        service.close()
+        c.stop()
+
+
 def test_anonymous_relay_sends_each_message_to_its_owner_and_returns_its_outcome():
     tiny = '[[queue]]\nname = "tiny"\nmax-depth-messages = 1\noverflow-policy = "reject"\n'
     c = Cluster(n=2, wlm=PINNED, broker=tiny)

@@ -198,7 +198,8 @@ class node_context {
 
     // The queues this node holds now. Waits for the queue engine.
     virtual std::vector<local_queue> queues() = 0;
-    // Changes whenever this node creates or removes a queue; does not wait.
+    // Changes whenever this node creates or removes a queue (temporary
+    // queues aside); does not wait.
     // A plugin that walks queues() on a timer can skip the walk while it
     // stays the same (and nothing else it watches changed).
     virtual uint64_t queue_set_version() const = 0;

@@ -98,6 +98,10 @@ void wlm_service::reconcile() {
             // Messages this node stored for a queue the cluster does not
             // know (a fresh metadata store): they make it this node's.
             if (q.depth > 0) claim(q.name, q.depth);
+            // Links on it but nothing yet (a producer attached in the race
+            // with a delete): messages arriving change no version, so look
+            // again next tick.
+            else if (q.links > 0) again_ = true;
             continue;
         }
         const bool ours = rec->node == node_.node_id && !rec->moving();
@@ -279,13 +283,17 @@ void wlm_service::reassign_down() {
     std::vector<std::pair<std::string, owner_record>> orphans;
     {
         std::lock_guard l(mu_);
-        for (auto it = down_since_.begin(); it != down_since_.end();)
-            it = nodes_.count(it->first) ? down_since_.erase(it) : std::next(it);
+        std::set<std::string> holding; // down nodes that still own queues
         for (const auto& [q, o] : owners_) {
             if (nodes_.count(o.node)) continue;
+            holding.insert(o.node);
             auto since = down_since_.try_emplace(o.node, now).first->second;
             if (opts_.reassign_after && now - since >= *opts_.reassign_after) orphans.emplace_back(q, o);
         }
+        // A node that came back, or whose queues all went elsewhere, is
+        // no longer waited on (and no longer makes every tick walk).
+        for (auto it = down_since_.begin(); it != down_since_.end();)
+            it = holding.count(it->first) ? std::next(it) : down_since_.erase(it);
     }
     for (auto& [q, rec] : orphans) {
         owner_record next;

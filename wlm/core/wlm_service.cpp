@@ -297,8 +297,10 @@ std::optional<plugins::resolution> wlm_service::node_local_answer(std::string_vi
     if (address.empty() || address[0] != '$') return std::nullopt;
     constexpr std::string_view dyn = "$dynamic.";
     if (address.rfind(dyn, 0) != 0) return plugins::resolution::pass();
+    // The node id may hold dots (the default is "wharf-" + the host name);
+    // the counter after it does not.
     const std::string_view rest = address.substr(dyn.size());
-    const std::string node(rest.substr(0, rest.find('.')));
+    const std::string node(rest.substr(0, rest.rfind('.')));
     if (node == node_.node_id) return plugins::resolution::pass();
     std::lock_guard l(mu_);
     auto n = nodes_.find(node);

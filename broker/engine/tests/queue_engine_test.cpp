@@ -507,7 +507,7 @@ TEST(queue_engine, only_durable_messages_on_durable_queues_are_stored) {
 
 // What a node reports as its load (the WLM's heartbeat), and the version
 // that tells a plugin the set of queues changed: temporary queues count in
-// neither figure; creating and deleting a queue each move the version.
+// none of them; creating and deleting a queue each move the version.
 TEST(queue_engine, totals_and_the_queue_set_version) {
     engine_fixture f;
     const uint64_t v0 = f.engine->queue_set_version();
@@ -515,6 +515,9 @@ TEST(queue_engine, totals_and_the_queue_set_version) {
     f.publish(a, {"1", "2", "3"});
     auto b = f.producer("b");
     f.publish(b, {"4"});
+    (void)f.engine->totals(); // it waits for the engine: what was posted before is done
+    const uint64_t v1 = f.engine->queue_set_version();
+    EXPECT_NE(v1, v0) << "a and b were created";
     f.engine->post(cmd_attach_consumer{77, "", true, false, false, f.out});
     const std::string temporary = f.out->take<ev_attached>().back().address;
     ASSERT_EQ(temporary.rfind("$dynamic.", 0), 0u) << temporary;
@@ -526,10 +529,7 @@ TEST(queue_engine, totals_and_the_queue_set_version) {
     const auto t = f.engine->totals();
     EXPECT_EQ(t.queues, 2u) << "a and b, not the temporary queue";
     EXPECT_EQ(t.messages, 4u);
-    const uint64_t v1 = f.engine->queue_set_version();
-    EXPECT_NE(v1, v0) << "three queues were created";
-    EXPECT_EQ(f.engine->totals().queues, 2u);
-    EXPECT_EQ(f.engine->queue_set_version(), v1) << "nothing was created or deleted since";
+    EXPECT_EQ(f.engine->queue_set_version(), v1) << "a temporary queue does not count";
 
     ASSERT_TRUE(f.engine->remove("b"));
     EXPECT_NE(f.engine->queue_set_version(), v1) << "b was deleted";
