@@ -170,7 +170,9 @@ int main(int argc, char** argv) {
     for (auto* t : plugins.entity_types()) management.add_type(*t);
     management.start();
     srv.set_management(&management);
-    spdlog::info("{}: starting; worker threads: {}, declared queues: {}", cfg->node_id, cfg->threads,
+    spdlog::info("{}: starting; worker threads: {}, busy-poll: {}, declared queues: {}", cfg->node_id,
+                 cfg->threads,
+                 cfg->threads == 1 ? std::to_string(cfg->busy_poll_us) + " us" : "off (several workers)",
                  cfg->queues.size());
     int rc = 0;
     {

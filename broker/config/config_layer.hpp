@@ -34,6 +34,7 @@ struct top_layer {
     std::optional<std::string> data_dir;
     std::optional<std::string> log_level;
     std::optional<unsigned> threads;
+    std::optional<uint32_t> busy_poll_us;
     std::optional<bool> auto_create_queues;
     std::optional<uint32_t> max_connections;
     std::optional<uint64_t> max_message_size;

@@ -14,12 +14,12 @@ namespace wharf::config {
 namespace detail {
 namespace {
 
-constexpr std::array<std::string_view, 17> top_keys_ = {
+constexpr std::array<std::string_view, 18> top_keys_ = {
     "node-id",       "listen",          "data-dir",         "log-level",
     "threads",       "auto-create-queues", "max-connections", "max-message-size",
     "credit-window", "producer-credit-budget", "connection-credit-budget", "max-frame-size",
     "idle-timeout",  "plugins",         "plugin-dir",       "advertise",
-    "metadata",
+    "metadata",      "busy-poll",
 };
 constexpr std::array<std::string_view, 3> listener_keys_ = {"address", "max-frame-size",
                                                             "idle-timeout"};
@@ -37,6 +37,7 @@ constexpr std::array<std::string_view, 6> log_levels_ = {"trace", "debug", "info
 
 constexpr uint32_t amqp_min_max_frame_size = 512;
 constexpr unsigned max_threads = 1024;
+constexpr uint32_t max_busy_poll_us = 100000; // 0.1 s: more is a core spent, not a wake saved
 constexpr uint32_t u32_max = std::numeric_limits<uint32_t>::max();
 constexpr int64_t i64_max = std::numeric_limits<int64_t>::max();
 
@@ -186,6 +187,10 @@ std::optional<std::string> set_top_key(top_layer& layer, std::string_view key,
         auto n = integer_in(v, 1, u32_max);
         if (!n) return n.error();
         layer.credit_window = static_cast<uint32_t>(*n);
+    } else if (key == "busy-poll") {
+        auto n = integer_in(v, 0, max_busy_poll_us);
+        if (!n) return n.error();
+        layer.busy_poll_us = static_cast<uint32_t>(*n);
     } else if (key == "producer-credit-budget") {
         auto n = integer_in(v, 0, i64_max);
         if (!n) return n.error();

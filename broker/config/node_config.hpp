@@ -50,6 +50,7 @@ struct node_config {
     std::string data_dir;              // default: "./wharf-data"
     std::string log_level = "info";    // trace, debug, info, warn, error, off
     unsigned threads = 0;              // 0 = default_threads(cores)
+    uint32_t busy_poll_us = 200;       // a lone worker polls up to this long before it sleeps (0 = never)
     bool auto_create_queues = true;
     uint32_t max_connections = 10000;  // 0 = unlimited
     uint64_t max_message_size = 16 * 1024 * 1024; // bytes, advertised on attach

@@ -12,6 +12,8 @@
 #include <netdb.h>
 #include <sys/socket.h>
 
+#include <sched.h>
+
 #include <thread>
 
 namespace wharf::server {
@@ -96,9 +98,34 @@ void server::stop() {
     finish_all_stopped();
 }
 
+// The next event batch: polled for while the window lasts (busy_poll.hpp),
+// then waited for.
+pn_event_batch_t* server::next_batch(poll_window& pw) {
+    using clock = std::chrono::steady_clock;
+    const auto window = pw.window();
+    if (window > clock::duration::zero() && !polling_.exchange(true, std::memory_order_acquire)) {
+        const auto until = clock::now() + window;
+        pn_event_batch_t* batch = nullptr;
+        do {
+            batch = pn_proactor_get(proactor_);
+            if (batch != nullptr) break;
+            sched_yield(); // a process on this core with work to do goes first
+        } while (clock::now() < until);
+        polling_.store(false, std::memory_order_release);
+        if (batch != nullptr) return batch;
+    }
+    const auto t0 = clock::now();
+    pn_event_batch_t* batch = pn_proactor_wait(proactor_);
+    pw.slept(clock::now() - t0);
+    return batch;
+}
+
 void server::worker() {
+    // With several workers one of them always sleeps in epoll as Proton's
+    // poller, so another that polls finds nothing: polling is for one worker.
+    poll_window pw{std::chrono::microseconds(threads_ == 1 ? cfg_.busy_poll_us : 0)};
     while (!done_.load()) {
-        pn_event_batch_t* batch = pn_proactor_wait(proactor_);
+        pn_event_batch_t* batch = next_batch(pw);
         connection_base* conn = nullptr;
         bool finished = false;
         pn_event_t* e = pn_event_batch_next(batch);

@@ -11,6 +11,7 @@
 #include "broker/config/node_config.hpp"
 #include "broker/engine/queue_engine.hpp"
 #include "broker/server/amqp_connection.hpp"
+#include "broker/server/busy_poll.hpp"
 #include "broker/server/relay_hub.hpp"
 
 #include <proton/listener.h>
@@ -63,6 +64,7 @@ class server {
     };
 
     void worker();
+    pn_event_batch_t* next_batch(poll_window& pw);
     bool handle(pn_event_t* e, connection_base*& conn);
     void accept(listener_ctx& lc);
     // A connection to another node, for relayed links (relay_hub calls it).
@@ -82,6 +84,7 @@ class server {
     std::atomic<bool> done_{false};
     std::atomic<int> failed_{0};
     unsigned threads_;
+    std::atomic<bool> polling_{false}; // one worker polls at a time (next_batch)
 
     std::mutex table_mu_; // guards connections_ (open/close only, not the message path)
     std::unordered_map<pn_connection_t*, std::unique_ptr<connection_base>> connections_;

@@ -47,6 +47,7 @@ TEST_F(node_config_test, no_arguments_gives_the_documented_defaults) {
     EXPECT_EQ(cfg.data_dir, "./wharf-data");
     EXPECT_EQ(cfg.log_level, "info");
     EXPECT_EQ(cfg.threads, default_threads(std::thread::hardware_concurrency()));
+    EXPECT_EQ(cfg.busy_poll_us, 200u);
     EXPECT_TRUE(cfg.auto_create_queues);
     EXPECT_EQ(cfg.max_connections, 10000u);
     EXPECT_EQ(cfg.max_message_size, 16u * 1024 * 1024);
@@ -119,6 +120,7 @@ listen = ["10.0.0.1:5000", "[::1]:0"]
 data-dir = "/var/lib/wharf"
 log-level = "debug"
 threads = 3
+busy-poll = 0
 auto-create-queues = false
 max-connections = 50
 max-message-size = 1024
@@ -165,6 +167,7 @@ TEST_F(node_config_test, every_key_from_the_file) {
     EXPECT_EQ(cfg.data_dir, "/var/lib/wharf");
     EXPECT_EQ(cfg.log_level, "debug");
     EXPECT_EQ(cfg.threads, 3u);
+    EXPECT_EQ(cfg.busy_poll_us, 0u);
     EXPECT_FALSE(cfg.auto_create_queues);
     EXPECT_EQ(cfg.max_connections, 50u);
     EXPECT_EQ(cfg.max_message_size, 1024u);
@@ -216,7 +219,7 @@ TEST_F(node_config_test, every_key_from_the_file) {
 
 TEST_F(node_config_test, every_key_from_flags) {
     auto cfg = run_ok({"--node-id", "n2", "--listen", "127.0.0.2:6000", "--listen=[::]:6001",
-                       "--data-dir", "d", "--log-level", "trace", "--threads", "5",
+                       "--data-dir", "d", "--log-level", "trace", "--threads", "5", "--busy-poll", "1000",
                        "--auto-create-queues", "false", "--max-connections", "0",
                        "--max-message-size", "999", "--credit-window", "1",
                        "--producer-credit-budget", "0", "--connection-credit-budget", "0",
@@ -234,6 +237,7 @@ TEST_F(node_config_test, every_key_from_flags) {
     EXPECT_EQ(cfg.data_dir, "d");
     EXPECT_EQ(cfg.log_level, "trace");
     EXPECT_EQ(cfg.threads, 5u);
+    EXPECT_EQ(cfg.busy_poll_us, 1000u);
     EXPECT_FALSE(cfg.auto_create_queues);
     EXPECT_EQ(cfg.max_connections, 0u);
     EXPECT_EQ(cfg.max_message_size, 999u);
@@ -245,7 +249,7 @@ TEST_F(node_config_test, every_key_from_flags) {
 TEST_F(node_config_test, flags_override_the_file) {
     auto path = write("wharf.toml", full_file);
     auto cfg = run_ok({"--config", path, "--node-id", "n2", "--listen", "127.0.0.2:6000",
-                       "--data-dir", "d", "--log-level", "error", "--threads", "7",
+                       "--data-dir", "d", "--log-level", "error", "--threads", "7", "--busy-poll", "50",
                        "--auto-create-queues", "true", "--max-connections", "9",
                        "--max-message-size", "10", "--credit-window", "11",
                        "--max-frame-size", "600", "--idle-timeout", "1"});
@@ -257,6 +261,7 @@ TEST_F(node_config_test, flags_override_the_file) {
     EXPECT_EQ(cfg.data_dir, "d");
     EXPECT_EQ(cfg.log_level, "error");
     EXPECT_EQ(cfg.threads, 7u);
+    EXPECT_EQ(cfg.busy_poll_us, 50u); // over the file's 0
     EXPECT_TRUE(cfg.auto_create_queues);
     EXPECT_EQ(cfg.max_connections, 9u);
     EXPECT_EQ(cfg.max_message_size, 10u);
@@ -354,7 +359,7 @@ TEST_F(node_config_test, help_lists_every_flag_and_says_the_file_has_the_same_ke
     auto err = run_error({"--help"});
     EXPECT_EQ(err.exit_code, 0);
     for (const char* flag :
-         {"--config", "--listen", "--data-dir", "--node-id", "--log-level", "--threads",
+         {"--config", "--listen", "--data-dir", "--node-id", "--log-level", "--threads", "--busy-poll",
           "--auto-create-queues", "--max-connections", "--max-message-size", "--credit-window",
           "--producer-credit-budget", "--connection-credit-budget", "--max-frame-size", "--idle-timeout", "--help", "--version"})
         EXPECT_NE(err.message.find(flag), std::string::npos) << flag;
@@ -410,6 +415,9 @@ TEST_F(node_config_test, file_out_of_range_numbers_name_the_key) {
     file_error("max-connections = 4294967296\n", 1,
                {"key 'max-connections'", "above the maximum of 4294967295"});
     file_error("threads = 5000\n", 1, {"key 'threads'", "above the maximum of 1024"});
+    file_error("busy-poll = -1\n", 1, {"key 'busy-poll'", "-1 is negative"});
+    file_error("busy-poll = 100001\n", 1, {"key 'busy-poll'", "above the maximum of 100000"});
+    file_error("busy-poll = \"fast\"\n", 1, {"key 'busy-poll'"});
     file_error("credit-window = 0\n", 1, {"key 'credit-window'", "below the minimum of 1"});
     file_error("connection-credit-budget = -1\n", 1, {"key 'connection-credit-budget'", "-1 is negative"});
     file_error("connection-credit-budget = \"lots\"\n", 1, {"key 'connection-credit-budget'"});
@@ -494,6 +502,7 @@ TEST_F(node_config_test, flag_errors_name_the_flag_and_the_value) {
     flag_error({"--auto-create-queues", "yes"}, {"--auto-create-queues 'yes'", "true or false"});
     flag_error({"--idle-timeout", "5s"}, {"--idle-timeout '5s'", "number of seconds"});
     flag_error({"--idle-timeout=-1"}, {"--idle-timeout '-1'", "negative"});
+    flag_error({"--busy-poll", "200us"}, {"--busy-poll '200us'"});
     flag_error({"--credit-window", "0"}, {"--credit-window '0'", "minimum of 1"});
     flag_error({"--connection-credit-budget", "many"}, {"--connection-credit-budget 'many'"});
     flag_error({"--node-id", ""}, {"--node-id ''", "must not be empty"});

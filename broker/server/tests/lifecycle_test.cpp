@@ -32,6 +32,27 @@ TEST_F(lifecycle, sigterm_with_no_connections_exits_0) {
     EXPECT_EQ(b.stop(), std::optional<int>(0));
 }
 
+// One worker polls for its next event before it sleeps (busy-poll). Messages
+// sent one at a time, each after the last arrived, keep it polling between
+// them: they must all arrive in order, and SIGTERM must still stop it.
+TEST_F(lifecycle, one_polling_worker_moves_messages_one_at_a_time_and_stops) {
+    auto& b = start_broker({.args = {"--threads", "1", "--busy-poll", "2000"}});
+    auto c = connect();
+    test_sender s = c->open_sender("ping");
+    ASSERT_TRUE(s.wait_open()) << s.wait_error();
+    test_receiver r = c->open_receiver("ping", receiver_credit(1000));
+    ASSERT_TRUE(r.wait_open());
+    constexpr size_t n = 300;
+    for (size_t i = 0; i < n; ++i) {
+        s.send(text_message("p" + std::to_string(i)));
+        ASSERT_EQ(s.wait_outcome(i).kind, outcome_kind::accepted) << "message " << i;
+        ASSERT_EQ(r.wait_messages(i + 1).size(), i + 1) << "message " << i << " did not arrive";
+    }
+    EXPECT_EQ(bodies(r.wait_messages(n)), expected_texts(0, static_cast<int>(n), "p"));
+    r.settle_all(settle_as::accept);
+    EXPECT_EQ(b.stop(), std::optional<int>(0));
+}
+
 TEST_F(lifecycle, unknown_config_key_exits_2_and_names_the_key) {
     wharfd_process p({.config_toml = "node-id = \"x\"\nno-such-key = 1\n",
                       .on_stop = exit_check::ignore});

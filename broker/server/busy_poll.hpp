@@ -1,0 +1,61 @@
+#pragma once
+// busy_poll: how long a worker keeps asking the proactor for its next event
+// batch before it goes to sleep in pn_proactor_wait.
+//
+// Why: a worker that sleeps is woken by the kernel when a socket becomes
+// readable or another connection wakes it. On a virtual machine whose idle
+// vCPU halts (guest halt-polling off, as on the machines this project is
+// measured on), each such wake is a VM exit and an inter-processor
+// interrupt: tens of microseconds on every hop of a message that finds the
+// node idle. A relayed message makes four such hops where a direct one
+// makes two. Polling for a short while after a batch finds the next event
+// without sleeping when it comes soon.
+//
+// The window adapts, as the kernel's haltpoll governor does for idle vCPUs:
+// it grows (to `limit`) when a sleep ended sooner than `limit`, i.e. when
+// polling a little longer would have caught the event, and shrinks when
+// sleeps outlast `limit`. An idle node, or one whose events are further
+// apart than `limit`, stops polling after a few sleeps and costs nothing;
+// a node whose events come closer than `limit` apart polls through the
+// gaps, which costs CPU up to the whole worker while it lasts. `limit` 0
+// turns it off. One worker of a node polls at a time (server.cpp).
+//
+// Threads: one poll_window per worker thread; no sharing.
+
+#include <algorithm>
+#include <chrono>
+
+namespace wharf::server {
+
+class poll_window {
+  public:
+    using duration = std::chrono::nanoseconds;
+
+    explicit poll_window(duration limit) : limit_(limit) {}
+
+    // How long to poll before sleeping now; zero: sleep at once.
+    duration window() const { return window_; }
+
+    // After a sleep (pn_proactor_wait) that lasted `slept`.
+    void slept(duration slept) {
+        if (limit_ <= duration::zero()) return;
+        if (slept <= limit_) {
+            // The event came within the limit: poll long enough for it.
+            window_ = std::min(limit_, std::max(window_ * 2, std::max(slept, step())));
+        } else {
+            window_ /= 2;
+            if (window_ < step()) window_ = duration::zero();
+        }
+    }
+
+    duration limit() const { return limit_; }
+
+  private:
+    // The smallest window worth polling for: an eighth of the limit.
+    duration step() const { return limit_ / 8; }
+
+    duration limit_;
+    duration window_{0};
+};
+
+} // namespace wharf::server

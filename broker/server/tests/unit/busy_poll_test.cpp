@@ -1,0 +1,59 @@
+// poll_window: a worker polls before it sleeps only while its events come
+// sooner than the limit, for about as long as they took; an idle worker
+// stops polling after a few sleeps; limit 0 never polls.
+
+#include "broker/server/busy_poll.hpp"
+
+#include <gtest/gtest.h>
+
+namespace wharf::server {
+namespace {
+
+using us = std::chrono::microseconds;
+
+TEST(poll_window, starts_closed_and_opens_when_a_sleep_was_short) {
+    poll_window w(us(200));
+    EXPECT_EQ(w.window(), us(0));
+    w.slept(us(60)); // polling 60 us would have caught it
+    EXPECT_EQ(w.window(), us(60));
+    w.slept(us(10)); // it doubles rather than shrinks while sleeps stay short
+    EXPECT_EQ(w.window(), us(120));
+    w.slept(us(150));
+    EXPECT_EQ(w.window(), us(200)); // never beyond the limit
+    w.slept(us(199));
+    EXPECT_EQ(w.window(), us(200));
+}
+
+TEST(poll_window, a_very_short_sleep_opens_the_smallest_useful_window) {
+    poll_window w(us(200));
+    w.slept(us(1));
+    EXPECT_EQ(w.window(), us(25)); // an eighth of the limit
+}
+
+TEST(poll_window, sleeps_beyond_the_limit_close_it) {
+    poll_window w(us(200));
+    w.slept(us(200));
+    ASSERT_EQ(w.window(), us(200));
+    w.slept(us(201)); // events further apart than the limit: polling is waste
+    EXPECT_EQ(w.window(), us(100));
+    w.slept(std::chrono::seconds(1));
+    EXPECT_EQ(w.window(), us(50));
+    w.slept(std::chrono::seconds(1));
+    EXPECT_EQ(w.window(), us(25));
+    w.slept(std::chrono::seconds(1));
+    EXPECT_EQ(w.window(), us(0)); // below an eighth: closed, an idle node sleeps at once
+    w.slept(std::chrono::seconds(1));
+    EXPECT_EQ(w.window(), us(0));
+}
+
+TEST(poll_window, limit_zero_never_polls) {
+    poll_window w(us(0));
+    for (int i = 0; i < 3; ++i) {
+        w.slept(us(0));
+        w.slept(us(1));
+        EXPECT_EQ(w.window(), us(0));
+    }
+}
+
+} // namespace
+} // namespace wharf::server
