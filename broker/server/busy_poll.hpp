@@ -20,6 +20,12 @@
 // gaps, which costs CPU up to the whole worker while it lasts. `limit` 0
 // turns it off. One worker of a node polls at a time (server.cpp).
 //
+// Only after a light batch (at most `light_batch_events` events, a few
+// messages): a node under load gets many messages a batch, its wake costs
+// little per message, and polling there takes the CPU its clients need to
+// send the next ones (measured: produce+consume through one node 12 % slower
+// when it polled after every batch, no slower with this rule).
+//
 // Threads: one poll_window per worker thread; no sharing.
 
 #include <algorithm>
@@ -33,8 +39,14 @@ class poll_window {
 
     explicit poll_window(duration limit) : limit_(limit) {}
 
-    // How long to poll before sleeping now; zero: sleep at once.
-    duration window() const { return window_; }
+    // A batch of more events than this means load, not waiting: no poll.
+    static constexpr int light_batch_events = 16;
+
+    // How long to poll before sleeping now, after a batch of `last_events`
+    // events; zero: sleep at once.
+    duration window(int last_events) const {
+        return last_events <= light_batch_events ? window_ : duration::zero();
+    }
 
     // After a sleep (pn_proactor_wait) that lasted `slept`.
     void slept(duration slept) {

@@ -99,10 +99,10 @@ void server::stop() {
 }
 
 // The next event batch: polled for while the window lasts (busy_poll.hpp),
-// then waited for.
-pn_event_batch_t* server::next_batch(poll_window& pw) {
+// then waited for. `last_events`: how many events the last batch had.
+pn_event_batch_t* server::next_batch(poll_window& pw, int last_events) {
     using clock = std::chrono::steady_clock;
-    const auto window = pw.window();
+    const auto window = pw.window(last_events);
     if (window > clock::duration::zero() && !polling_.exchange(true, std::memory_order_acquire)) {
         const auto until = clock::now() + window;
         pn_event_batch_t* batch = nullptr;
@@ -123,14 +123,16 @@ pn_event_batch_t* server::next_batch(poll_window& pw) {
 void server::worker() {
     // With several workers one of them always sleeps in epoll as Proton's
     // poller, so another that polls finds nothing: polling is for one worker.
+    int last_events = 0;
     poll_window pw{std::chrono::microseconds(threads_ == 1 ? cfg_.busy_poll_us : 0)};
     while (!done_.load()) {
-        pn_event_batch_t* batch = next_batch(pw);
+        pn_event_batch_t* batch = next_batch(pw, last_events);
+        last_events = 0;
         connection_base* conn = nullptr;
         bool finished = false;
         pn_event_t* e = pn_event_batch_next(batch);
         for (int round = 1;; ++round) {
-            for (; e != nullptr; e = pn_event_batch_next(batch))
+            for (; e != nullptr; e = pn_event_batch_next(batch), ++last_events)
                 if (!handle(e, conn)) finished = true;
             if (conn == nullptr) break;
             conn->end_batch();

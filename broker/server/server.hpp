@@ -64,7 +64,7 @@ class server {
     };
 
     void worker();
-    pn_event_batch_t* next_batch(poll_window& pw);
+    pn_event_batch_t* next_batch(poll_window& pw, int last_events);
     bool handle(pn_event_t* e, connection_base*& conn);
     void accept(listener_ctx& lc);
     // A connection to another node, for relayed links (relay_hub calls it).

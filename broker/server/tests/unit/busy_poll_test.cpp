@@ -1,6 +1,7 @@
 // poll_window: a worker polls before it sleeps only while its events come
-// sooner than the limit, for about as long as they took; an idle worker
-// stops polling after a few sleeps; limit 0 never polls.
+// sooner than the limit, for about as long as they took, and only after a
+// light batch; an idle worker stops polling after a few sleeps; limit 0
+// never polls.
 
 #include "broker/server/busy_poll.hpp"
 
@@ -13,37 +14,47 @@ using us = std::chrono::microseconds;
 
 TEST(poll_window, starts_closed_and_opens_when_a_sleep_was_short) {
     poll_window w(us(200));
-    EXPECT_EQ(w.window(), us(0));
+    EXPECT_EQ(w.window(1), us(0));
     w.slept(us(60)); // polling 60 us would have caught it
-    EXPECT_EQ(w.window(), us(60));
+    EXPECT_EQ(w.window(1), us(60));
     w.slept(us(10)); // it doubles rather than shrinks while sleeps stay short
-    EXPECT_EQ(w.window(), us(120));
+    EXPECT_EQ(w.window(1), us(120));
     w.slept(us(150));
-    EXPECT_EQ(w.window(), us(200)); // never beyond the limit
+    EXPECT_EQ(w.window(1), us(200)); // never beyond the limit
     w.slept(us(199));
-    EXPECT_EQ(w.window(), us(200));
+    EXPECT_EQ(w.window(1), us(200));
 }
 
 TEST(poll_window, a_very_short_sleep_opens_the_smallest_useful_window) {
     poll_window w(us(200));
     w.slept(us(1));
-    EXPECT_EQ(w.window(), us(25)); // an eighth of the limit
+    EXPECT_EQ(w.window(1), us(25)); // an eighth of the limit
 }
 
 TEST(poll_window, sleeps_beyond_the_limit_close_it) {
     poll_window w(us(200));
     w.slept(us(200));
-    ASSERT_EQ(w.window(), us(200));
+    ASSERT_EQ(w.window(1), us(200));
     w.slept(us(201)); // events further apart than the limit: polling is waste
-    EXPECT_EQ(w.window(), us(100));
+    EXPECT_EQ(w.window(1), us(100));
     w.slept(std::chrono::seconds(1));
-    EXPECT_EQ(w.window(), us(50));
+    EXPECT_EQ(w.window(1), us(50));
     w.slept(std::chrono::seconds(1));
-    EXPECT_EQ(w.window(), us(25));
+    EXPECT_EQ(w.window(1), us(25));
     w.slept(std::chrono::seconds(1));
-    EXPECT_EQ(w.window(), us(0)); // below an eighth: closed, an idle node sleeps at once
+    EXPECT_EQ(w.window(1), us(0)); // below an eighth: closed, an idle node sleeps at once
     w.slept(std::chrono::seconds(1));
-    EXPECT_EQ(w.window(), us(0));
+    EXPECT_EQ(w.window(1), us(0));
+}
+
+TEST(poll_window, no_poll_after_a_heavy_batch) {
+    poll_window w(us(200));
+    w.slept(us(100));
+    EXPECT_EQ(w.window(poll_window::light_batch_events), us(100));
+    // Many events at once: the node is loaded, and polling would take the
+    // CPU its clients need. The window itself stays for the next light batch.
+    EXPECT_EQ(w.window(poll_window::light_batch_events + 1), us(0));
+    EXPECT_EQ(w.window(1), us(100));
 }
 
 TEST(poll_window, limit_zero_never_polls) {
@@ -51,7 +62,7 @@ TEST(poll_window, limit_zero_never_polls) {
     for (int i = 0; i < 3; ++i) {
         w.slept(us(0));
         w.slept(us(1));
-        EXPECT_EQ(w.window(), us(0));
+        EXPECT_EQ(w.window(1), us(0));
     }
 }
 
