@@ -172,7 +172,9 @@ int main(int argc, char** argv) {
     srv.set_management(&management);
     spdlog::info("{}: starting; worker threads: {}, busy-poll: {}, declared queues: {}", cfg->node_id,
                  cfg->threads,
-                 cfg->threads == 1 ? std::to_string(cfg->busy_poll_us) + " us" : "off (several workers)",
+                 cfg->busy_poll_in_effect() > 0 ? std::to_string(cfg->busy_poll_in_effect()) + " us"
+                 : cfg->threads == 1                ? std::string("off")
+                                                    : std::string("off (several workers)"),
                  cfg->queues.size());
     int rc = 0;
     {

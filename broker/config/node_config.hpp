@@ -69,6 +69,11 @@ struct node_config {
     std::string metadata;              // "sqlite:PATH" or "etcd://HOST:PORT[,...][/PREFIX]": the cluster's shared metadata store
     // [plugin.NAME] tables: key -> values (a scalar is one value, an array many).
     std::map<std::string, std::map<std::string, std::vector<std::string>>> plugin_options;
+
+    // busy_poll_us where it applies: with one worker. With several, Proton
+    // always has one of them asleep in epoll as its poller, and another's
+    // poll (pn_proactor_get) returns at once with nothing.
+    uint32_t busy_poll_in_effect() const { return threads == 1 ? busy_poll_us : 0; }
 };
 
 struct config_error {

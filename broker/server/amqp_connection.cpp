@@ -1,5 +1,6 @@
 #include "broker/server/amqp_connection.hpp"
 
+#include "broker/server/busy_poll.hpp"
 #include "broker/server/pn_util.hpp"
 
 #include <proton/netaddr.h>
@@ -80,7 +81,7 @@ void amqp_connection::request_shutdown() {
     shutdown_requested_.store(true, std::memory_order_release);
     // Safe from any thread until the connection is freed; the server holds its
     // table lock, and removes us from the table before freeing.
-    pn_connection_wake(conn_);
+    wake_connection(conn_);
 }
 
 amqp_connection::link_ctx* amqp_connection::ctx_of(pn_link_t* l) {

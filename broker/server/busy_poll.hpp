@@ -11,14 +11,16 @@
 // makes two. Polling for a short while after a batch finds the next event
 // without sleeping when it comes soon.
 //
-// The window adapts, as the kernel's haltpoll governor does for idle vCPUs:
-// it grows (to `limit`) when a sleep ended sooner than `limit`, i.e. when
-// polling a little longer would have caught the event, and shrinks when
-// sleeps outlast `limit`. An idle node, or one whose events are further
-// apart than `limit`, stops polling after a few sleeps and costs nothing;
-// a node whose events come closer than `limit` apart polls through the
-// gaps, which costs CPU up to the whole worker while it lasts. `limit` 0
-// turns it off. One worker of a node polls at a time (server.cpp).
+// The window adapts, as the kernel's haltpoll governor does for idle vCPUs,
+// to how long the worker was idle before each event that found it asleep
+// (its poll and its sleep together): it grows (to `limit`) when that was
+// within `limit`, i.e. when polling a little longer would have caught the
+// event, and halves when it was longer. An idle node, or one whose events
+// are further apart than `limit`, stops polling after a few events and
+// costs nothing; a node whose events come closer than `limit` apart polls
+// through the gaps, which costs CPU up to the whole worker while it lasts.
+// `limit` 0 turns it off. Only a node with one worker polls
+// (node_config::busy_poll_in_effect).
 //
 // Only after a light batch (at most `light_batch_events` events, a few
 // messages): a node under load gets many messages a batch, its wake costs
@@ -26,12 +28,35 @@
 // send the next ones (measured: produce+consume through one node 12 % slower
 // when it polled after every batch, no slower with this rule).
 //
-// Threads: one poll_window per worker thread; no sharing.
+// Threads: one poll_window per worker thread; no sharing. wake_connection:
+// any thread.
+
+#include <proton/connection.h>
+#include <proton/proactor.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <cstdint>
 
 namespace wharf::server {
+
+// Every pn_connection_wake of the node goes through wake_connection(), which
+// counts it. Proton's pn_proactor_get does not take every wake: a wake
+// signals the proactor's event fd only when no earlier one is pending since
+// the last blocking pn_proactor_wait, so a worker that only polls would miss
+// the second connection it woke until it sleeps. The poll loop (server.cpp)
+// stops polling and calls pn_proactor_wait, which takes pending wakes
+// without sleeping, as soon as the count moves (and after a few ms of
+// polling in all, for what Proton's own timers schedule).
+inline std::atomic<uint64_t>& connection_wakes() {
+    static std::atomic<uint64_t> n{0};
+    return n;
+}
+inline void wake_connection(pn_connection_t* c) {
+    pn_connection_wake(c);
+    connection_wakes().fetch_add(1, std::memory_order_release);
+}
 
 class poll_window {
   public:
@@ -48,19 +73,19 @@ class poll_window {
         return last_events <= light_batch_events ? window_ : duration::zero();
     }
 
-    // After a sleep (pn_proactor_wait) that lasted `slept`.
-    void slept(duration slept) {
+    // After an event that found the worker asleep (pn_proactor_wait), idle
+    // for `idle` since its last batch: the poll before the sleep and the
+    // sleep together.
+    void idled(duration idle) {
         if (limit_ <= duration::zero()) return;
-        if (slept <= limit_) {
+        if (idle <= limit_) {
             // The event came within the limit: poll long enough for it.
-            window_ = std::min(limit_, std::max(window_ * 2, std::max(slept, step())));
+            window_ = std::min(limit_, std::max(window_ * 2, std::max(idle, step())));
         } else {
             window_ /= 2;
             if (window_ < step()) window_ = duration::zero();
         }
     }
-
-    duration limit() const { return limit_; }
 
   private:
     // The smallest window worth polling for: an eighth of the limit.

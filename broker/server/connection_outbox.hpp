@@ -5,6 +5,7 @@
 // engine released whatever they carried when it processed the detach.
 
 #include "broker/engine/protocol.hpp"
+#include "broker/server/busy_poll.hpp"
 #include "plugins/api/plugin.hpp"
 
 #include <proton/connection.h>
@@ -33,7 +34,7 @@ class connection_outbox final : public engine::outbox {
                             std::make_move_iterator(events.end()));
             events.clear();
         }
-        if (wake) pn_connection_wake(conn_);
+        if (wake) wake_connection(conn_);
     }
 
     // A resolver's answer for a link's attach (any thread).
@@ -48,7 +49,7 @@ class connection_outbox final : public engine::outbox {
         if (conn_ == nullptr) return;
         const bool wake = !holding_ && pending_.empty() && resolutions_.empty();
         resolutions_.push_back(std::move(r));
-        if (wake) pn_connection_wake(conn_);
+        if (wake) wake_connection(conn_);
     }
 
     // Connection thread: swaps the pending events into `out` (which it clears).
@@ -73,7 +74,7 @@ class connection_outbox final : public engine::outbox {
     void release_wakes() {
         std::lock_guard lock(mu_);
         holding_ = false;
-        if (conn_ != nullptr && (!pending_.empty() || !resolutions_.empty())) pn_connection_wake(conn_);
+        if (conn_ != nullptr && (!pending_.empty() || !resolutions_.empty())) wake_connection(conn_);
     }
 
     // Connection thread, before the connection is freed.

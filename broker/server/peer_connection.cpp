@@ -1,5 +1,6 @@
 #include "broker/server/peer_connection.hpp"
 
+#include "broker/server/busy_poll.hpp"
 #include "broker/server/pn_util.hpp"
 #include "broker/server/relay_batch.hpp"
 #include "broker/server/relay_hub.hpp"
@@ -38,7 +39,7 @@ peer_connection::~peer_connection() { inbox_->close(); }
 
 void peer_connection::request_shutdown() {
     shutdown_requested_.store(true);
-    pn_connection_wake(conn_);
+    wake_connection(conn_);
 }
 
 peer_connection::twin* peer_connection::find(uint64_t relay) {

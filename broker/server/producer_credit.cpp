@@ -5,6 +5,7 @@
 // not use.
 
 #include "broker/server/amqp_connection.hpp"
+#include "broker/server/busy_poll.hpp"
 
 namespace wharf::server {
 
@@ -50,7 +51,7 @@ void amqp_connection::serve_credit_line() {
 void amqp_connection::on_tick() {
     if (!pool_line_.load(std::memory_order_relaxed)) return;
     tick_due_.store(true, std::memory_order_relaxed);
-    pn_connection_wake(conn_); // safe: the server holds its table lock (see request_shutdown)
+    wake_connection(conn_); // safe: the server holds its table lock (see request_shutdown)
 }
 
 } // namespace wharf::server

@@ -9,6 +9,8 @@
 // they came; credit is counted as absolute limits (transfers so far + link
 // credit) so that a late message never makes the counts drift.
 
+#include "broker/server/busy_poll.hpp"
+
 #include <proton/condition.h>
 #include <proton/connection.h>
 #include <proton/delivery.h>
@@ -130,7 +132,7 @@ class mailbox {
         if (conn_ == nullptr) return false;
         const bool wake = pending_.empty();
         pending_.push_back(std::move(m));
-        if (wake) pn_connection_wake(conn_);
+        if (wake) wake_connection(conn_);
         return true;
     }
     bool post_all(std::vector<message>& ms) {
@@ -140,7 +142,7 @@ class mailbox {
         if (pending_.empty()) pending_.swap(ms);
         else pending_.insert(pending_.end(), std::make_move_iterator(ms.begin()), std::make_move_iterator(ms.end()));
         ms.clear();
-        if (wake) pn_connection_wake(conn_);
+        if (wake) wake_connection(conn_);
         return true;
     }
     void take(std::vector<message>& out) {

@@ -24,6 +24,9 @@ constexpr pn_millis_t shutdown_grace_ms = 3000;
 // How many times one event batch may run a connection's end_batch() (and
 // take the events it raised) before the rest waits for the next batch.
 constexpr int end_batch_rounds = 2;
+// The longest a worker polls (pn_proactor_get) between two pn_proactor_wait
+// calls, however often its polls find work: see next_batch.
+constexpr auto max_poll_stretch = std::chrono::milliseconds(2);
 
 std::string bound_address(pn_listener_t* l) {
     const pn_netaddr_t* na = pn_listener_addr(l);
@@ -100,33 +103,40 @@ void server::stop() {
 
 // The next event batch: polled for while the window lasts (busy_poll.hpp),
 // then waited for. `last_events`: how many events the last batch had.
-pn_event_batch_t* server::next_batch(poll_window& pw, int last_events) {
+//
+// pn_proactor_get misses what Proton schedules through its ready list while
+// an earlier entry is pending since the last pn_proactor_wait: a second
+// connection wake, and the work its timers schedule. So the worker leaves
+// the poll for pn_proactor_wait (which takes them without sleeping) as soon
+// as any connection was woken since its last wait, and after polling for
+// max_poll_stretch in all since its last wait, whatever it found. (Polling
+// first and waiting only when a poll found nothing doubled the relayed
+// latency: the poll may take the woken connection through Proton's event
+// fd itself, and the wait after it then sleeps.)
+pn_event_batch_t* server::next_batch(poll_state& ps, int last_events) {
     using clock = std::chrono::steady_clock;
-    const auto window = pw.window(last_events);
-    if (window > clock::duration::zero() && !polling_.exchange(true, std::memory_order_acquire)) {
-        const auto until = clock::now() + window;
-        pn_event_batch_t* batch = nullptr;
+    const auto window = ps.window.window(last_events);
+    const auto idle_since = clock::now();
+    if (window > clock::duration::zero() && idle_since - ps.last_wait < max_poll_stretch) {
+        const auto until = idle_since + window;
         do {
-            batch = pn_proactor_get(proactor_);
-            if (batch != nullptr) break;
+            if (connection_wakes().load(std::memory_order_acquire) != ps.wakes_at_wait) break;
+            if (pn_event_batch_t* batch = pn_proactor_get(proactor_)) return batch;
             sched_yield(); // a process on this core with work to do goes first
         } while (clock::now() < until);
-        polling_.store(false, std::memory_order_release);
-        if (batch != nullptr) return batch;
     }
-    const auto t0 = clock::now();
+    ps.wakes_at_wait = connection_wakes().load(std::memory_order_acquire);
     pn_event_batch_t* batch = pn_proactor_wait(proactor_);
-    pw.slept(clock::now() - t0);
+    ps.last_wait = clock::now();
+    ps.window.idled(ps.last_wait - idle_since); // the poll and the sleep: how long the event took
     return batch;
 }
 
 void server::worker() {
-    // With several workers one of them always sleeps in epoll as Proton's
-    // poller, so another that polls finds nothing: polling is for one worker.
     int last_events = 0;
-    poll_window pw{std::chrono::microseconds(threads_ == 1 ? cfg_.busy_poll_us : 0)};
+    poll_state ps{poll_window{std::chrono::microseconds(cfg_.busy_poll_in_effect())}};
     while (!done_.load()) {
-        pn_event_batch_t* batch = next_batch(pw, last_events);
+        pn_event_batch_t* batch = next_batch(ps, last_events);
         last_events = 0;
         connection_base* conn = nullptr;
         bool finished = false;

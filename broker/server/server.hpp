@@ -64,7 +64,12 @@ class server {
     };
 
     void worker();
-    pn_event_batch_t* next_batch(poll_window& pw, int last_events);
+    struct poll_state { // one worker's (next_batch)
+        poll_window window;
+        uint64_t wakes_at_wait = 0; // connection_wakes() when it last called pn_proactor_wait
+        std::chrono::steady_clock::time_point last_wait{};
+    };
+    pn_event_batch_t* next_batch(poll_state& ps, int last_events);
     bool handle(pn_event_t* e, connection_base*& conn);
     void accept(listener_ctx& lc);
     // A connection to another node, for relayed links (relay_hub calls it).
@@ -84,7 +89,6 @@ class server {
     std::atomic<bool> done_{false};
     std::atomic<int> failed_{0};
     unsigned threads_;
-    std::atomic<bool> polling_{false}; // one worker polls at a time (next_batch)
 
     std::mutex table_mu_; // guards connections_ (open/close only, not the message path)
     std::unordered_map<pn_connection_t*, std::unique_ptr<connection_base>> connections_;

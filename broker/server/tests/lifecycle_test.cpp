@@ -53,6 +53,32 @@ TEST_F(lifecycle, one_polling_worker_moves_messages_one_at_a_time_and_stops) {
     EXPECT_EQ(b.stop(), std::optional<int>(0));
 }
 
+// The producer keeps the polling worker busy with one message at a time on
+// its own connection; the engine hands each message to the consumer's
+// connection with a Proton wake. Those wakes must be taken while the worker
+// polls: the consumer gets messages while the producer is still sending,
+// not only once the producer stops and the worker sleeps.
+TEST_F(lifecycle, a_polling_worker_still_serves_a_consumer_on_another_connection) {
+    start_broker({.args = {"--threads", "1", "--busy-poll", "2000"}});
+    auto consumer = connect();
+    test_receiver r = consumer->open_receiver("handoff", receiver_credit(5000));
+    ASSERT_TRUE(r.wait_open());
+    auto producer = connect();
+    test_sender s = producer->open_sender("handoff");
+    ASSERT_TRUE(s.wait_open()) << s.wait_error();
+    constexpr size_t n = 2000;
+    size_t seen_by_half = 0;
+    for (size_t i = 0; i < n; ++i) {
+        s.send(text_message("h" + std::to_string(i)));
+        ASSERT_EQ(s.wait_outcome(i).kind, outcome_kind::accepted) << "message " << i;
+        if (i == n / 2) seen_by_half = r.message_count();
+    }
+    EXPECT_GT(seen_by_half, 0u) << "the consumer got nothing while the producer sent " << n / 2
+                                << " messages one at a time";
+    EXPECT_EQ(bodies(r.wait_messages(n)), expected_texts(0, static_cast<int>(n), "h"));
+    r.settle_all(settle_as::accept);
+}
+
 TEST_F(lifecycle, unknown_config_key_exits_2_and_names_the_key) {
     wharfd_process p({.config_toml = "node-id = \"x\"\nno-such-key = 1\n",
                       .on_stop = exit_check::ignore});
