@@ -46,9 +46,8 @@ namespace wharf::server {
 // signals the proactor's event fd only when no earlier one is pending since
 // the last blocking pn_proactor_wait, so a worker that only polls would miss
 // the second connection it woke until it sleeps. The poll loop (server.cpp)
-// stops polling and calls pn_proactor_wait, which takes pending wakes
-// without sleeping, as soon as the count moves (and after a few ms of
-// polling in all, for what Proton's own timers schedule).
+// stops polling as soon as the count moves and goes on to pn_proactor_wait,
+// which reads Proton's ready list (see server::next_batch).
 inline std::atomic<uint64_t>& connection_wakes() {
     static std::atomic<uint64_t> n{0};
     return n;

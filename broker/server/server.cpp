@@ -14,6 +14,7 @@
 
 #include <sched.h>
 
+#include <algorithm>
 #include <thread>
 
 namespace wharf::server {
@@ -104,31 +105,39 @@ void server::stop() {
 // The next event batch: polled for while the window lasts (busy_poll.hpp),
 // then waited for. `last_events`: how many events the last batch had.
 //
-// pn_proactor_get misses what Proton schedules through its ready list while
-// an earlier entry is pending since the last pn_proactor_wait: a second
-// connection wake, and the work its timers schedule. So the worker leaves
-// the poll for pn_proactor_wait (which takes them without sleeping) as soon
-// as any connection was woken since its last wait, and after polling for
-// max_poll_stretch in all since its last wait, whatever it found. (Polling
-// first and waiting only when a poll found nothing doubled the relayed
-// latency: the poll may take the woken connection through Proton's event
-// fd itself, and the wait after it then sleeps.)
+// pn_proactor_get never reads Proton's ready list, and Proton signals that
+// list's event fd only for its first entry since the poller last read it:
+// a second connection wake, a connection Proton reschedules itself, or the
+// work its timers schedule would wait while the worker keeps polling. Only
+// pn_proactor_wait reads the list, and only when nothing taken by an
+// earlier poll is still runnable. So the worker stops polling as soon as a
+// connection was woken (connection_wakes()) since the list was surely read,
+// then takes what is runnable with pn_proactor_get and, once that is
+// nothing, pn_proactor_wait, which now reads the list (at once when it
+// holds something). And it polls for at most max_poll_stretch since the
+// list was last read; then it waits without polling.
 pn_event_batch_t* server::next_batch(poll_state& ps, int last_events) {
     using clock = std::chrono::steady_clock;
     const auto window = ps.window.window(last_events);
     const auto idle_since = clock::now();
-    if (window > clock::duration::zero() && idle_since - ps.last_wait < max_poll_stretch) {
-        const auto until = idle_since + window;
+    const auto until = std::min(idle_since + window, ps.list_read + max_poll_stretch);
+    if (window > clock::duration::zero() && idle_since < until) {
         do {
-            if (connection_wakes().load(std::memory_order_acquire) != ps.wakes_at_wait) break;
+            if (connection_wakes().load(std::memory_order_acquire) != ps.wakes_at_read) break;
             if (pn_event_batch_t* batch = pn_proactor_get(proactor_)) return batch;
             sched_yield(); // a process on this core with work to do goes first
         } while (clock::now() < until);
+        if (pn_event_batch_t* batch = pn_proactor_get(proactor_)) return batch; // runnable first
+        ps.wakes_at_read = connection_wakes().load(std::memory_order_acquire);
+        pn_event_batch_t* batch = pn_proactor_wait(proactor_); // nothing runnable: reads the list
+        ps.list_read = clock::now();
+        ps.window.idled(ps.list_read - idle_since); // the poll and the sleep: how long the event took
+        return batch;
     }
-    ps.wakes_at_wait = connection_wakes().load(std::memory_order_acquire);
     pn_event_batch_t* batch = pn_proactor_wait(proactor_);
-    ps.last_wait = clock::now();
-    ps.window.idled(ps.last_wait - idle_since); // the poll and the sleep: how long the event took
+    const auto now = clock::now();
+    if (window > clock::duration::zero()) ps.list_read = now; // the stretch's end (see above)
+    ps.window.idled(now - idle_since);
     return batch;
 }
 

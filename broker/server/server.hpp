@@ -66,8 +66,8 @@ class server {
     void worker();
     struct poll_state { // one worker's (next_batch)
         poll_window window;
-        uint64_t wakes_at_wait = 0; // connection_wakes() when it last called pn_proactor_wait
-        std::chrono::steady_clock::time_point last_wait{};
+        uint64_t wakes_at_read = 0; // connection_wakes() when Proton's ready list was surely read
+        std::chrono::steady_clock::time_point list_read{}; // when the worker last waited
     };
     pn_event_batch_t* next_batch(poll_state& ps, int last_events);
     bool handle(pn_event_t* e, connection_base*& conn);
