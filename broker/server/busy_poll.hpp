@@ -43,9 +43,9 @@ namespace wharf::server {
 
 // Every pn_connection_wake of the node goes through wake_connection(), which
 // counts it. Proton's pn_proactor_get does not take every wake: a wake
-// signals the proactor's event fd only when no earlier one is pending since
-// the last blocking pn_proactor_wait, so a worker that only polls would miss
-// the second connection it woke until it sleeps. The poll loop (server.cpp)
+// signals the proactor's event fd only for the first entry of its ready
+// list since a pn_proactor_wait last read that list, so a worker that only
+// polls would miss the second connection it woke until it waits. The poll loop (server.cpp)
 // stops polling as soon as the count moves and goes on to pn_proactor_wait,
 // which reads Proton's ready list (see server::next_batch).
 inline std::atomic<uint64_t>& connection_wakes() {
