@@ -15,9 +15,30 @@
 #include <csignal>
 #include <cstdio>
 #include <pthread.h>
+#include <string>
 #include <thread>
 
+#ifdef WHARF_JEMALLOC
+#include <jemalloc/jemalloc.h>
+#endif
+
 namespace {
+
+// Which malloc serves the process, for the startup line: "jemalloc 5.3.0"
+// when linked with it (the default build), else the C library's.
+std::string allocator_name() {
+#ifdef WHARF_JEMALLOC
+    const char* version = nullptr;
+    size_t len = sizeof(version);
+    if (mallctl("version", static_cast<void*>(&version), &len, nullptr, 0) == 0 && version != nullptr) {
+        std::string v(version);
+        return "jemalloc " + v.substr(0, v.find('-'));
+    }
+    return "jemalloc";
+#else
+    return "libc";
+#endif
+}
 
 // Blocks SIGTERM/SIGINT in every thread, and turns them into server::stop()
 // on a thread of their own (nothing Proton offers is async-signal-safe
@@ -170,12 +191,12 @@ int main(int argc, char** argv) {
     for (auto* t : plugins.entity_types()) management.add_type(*t);
     management.start();
     srv.set_management(&management);
-    spdlog::info("{}: starting; worker threads: {}, busy-poll: {}, declared queues: {}", cfg->node_id,
-                 cfg->threads,
+    spdlog::info("{}: starting; worker threads: {}, busy-poll: {}, allocator: {}, declared queues: {}",
+                 cfg->node_id, cfg->threads,
                  cfg->busy_poll_in_effect() > 0 ? std::to_string(cfg->busy_poll_in_effect()) + " us"
                  : cfg->threads == 1                ? std::string("off")
                                                     : std::string("off (several workers)"),
-                 cfg->queues.size());
+                 allocator_name(), cfg->queues.size());
     int rc = 0;
     {
         signal_thread signals(srv);

@@ -15,7 +15,8 @@ build_pkgs=(cmake g++ make pkg-config
   zlib1g-dev                                      # CRC-32 of journal records
   libsqlite3-dev                                  # the cluster metadata store (wlm)
   nlohmann-json3-dev                              # JSON text (wharfctl, wharf-bench, the C++ interop agent, etcd)
-  libboost-dev)                                   # Boost.Beast (header-only): HTTP to etcd's JSON gateway
+  libboost-dev                                    # Boost.Beast (header-only): HTTP to etcd's JSON gateway
+  libjemalloc-dev)                                # wharfd's malloc: flatter cost at many queues (docs/benchmarks.md)
 test_pkgs=(googletest libgtest-dev libgmock-dev   # unit and component tests
   python3-qpid-proton python3-pytest              # interop tests with Python Proton
   etcd-server)                                    # /usr/bin/etcd: the etcd metadata store's tests

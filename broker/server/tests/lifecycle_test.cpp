@@ -16,6 +16,16 @@ TEST_F(lifecycle, prints_exactly_one_listening_line) {
     EXPECT_NE(b.port(), 0);
 }
 
+// The startup line says which malloc serves the node: jemalloc in a normal
+// build, the C library's under the sanitizers (WHARF_JEMALLOC=OFF).
+TEST_F(lifecycle, startup_line_names_the_allocator) {
+    auto& b = start_broker();
+    const std::string log = b.stderr_text();
+    const auto at = log.find("allocator: ");
+    ASSERT_NE(at, std::string::npos) << log;
+    EXPECT_EQ(log.substr(at + 11, std::string(WHARFD_ALLOCATOR).size()), WHARFD_ALLOCATOR) << log;
+}
+
 TEST_F(lifecycle, sigterm_closes_connections_with_forced_and_exits_0) {
     auto& b = start_broker();
     auto c = connect();
