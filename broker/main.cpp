@@ -25,7 +25,8 @@
 namespace {
 
 // Which malloc serves the process, for the startup line: "jemalloc 5.3.0"
-// when linked with it (the default build), else the C library's.
+// when linked with it (the default build), else "system": the C library's,
+// or the sanitizers' allocator in a sanitizer build.
 std::string allocator_name() {
 #ifdef WHARF_JEMALLOC
     const char* version = nullptr;
@@ -36,7 +37,7 @@ std::string allocator_name() {
     }
     return "jemalloc";
 #else
-    return "libc";
+    return "system";
 #endif
 }
 

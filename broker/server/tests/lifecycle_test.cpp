@@ -17,7 +17,8 @@ TEST_F(lifecycle, prints_exactly_one_listening_line) {
 }
 
 // The startup line says which malloc serves the node: jemalloc in a normal
-// build, the C library's under the sanitizers (WHARF_JEMALLOC=OFF).
+// build, "system" where jemalloc is off (WHARF_JEMALLOC=OFF, and always under
+// the sanitizers, whose allocator must own malloc).
 TEST_F(lifecycle, startup_line_names_the_allocator) {
     auto& b = start_broker();
     const std::string log = b.stderr_text();
