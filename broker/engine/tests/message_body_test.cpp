@@ -1,6 +1,6 @@
 // message_ref: bodies keep their bytes whatever their size, however many are
-// alive, and whichever thread frees them (bodies are reused from per-thread
-// free lists; see message_body.cpp).
+// alive, and whichever thread frees them (the allocator reuses freed blocks
+// per thread and size class).
 #include "broker/engine/message_body.hpp"
 
 #include <gtest/gtest.h>
@@ -20,8 +20,8 @@ std::string pattern(size_t i, size_t n) {
 }
 
 TEST(message_body, every_size_keeps_its_bytes_while_others_come_and_go) {
-    // Sizes on both sides of every 64-byte class edge, the last pooled size
-    // and beyond it, and the empty body.
+    // Sizes on both sides of every 64-byte edge up to 1 KB and beyond, a
+    // large body, and the empty body.
     std::vector<size_t> sizes{0, 1};
     for (size_t edge = 64; edge <= 1088; edge += 64) {
         for (size_t s : {edge - 9, edge - 8, edge - 7}) sizes.push_back(s);
@@ -47,8 +47,8 @@ TEST(message_body, every_size_keeps_its_bytes_while_others_come_and_go) {
 }
 
 TEST(message_body, more_bodies_than_a_thread_caches_all_stay_intact) {
-    // 100,000 bodies of 200 bytes is about 20 MB, well over what a thread
-    // keeps for reuse, so some go back to malloc and some are reused.
+    // 100,000 bodies of 200 bytes is about 20 MB, more than an allocator's
+    // thread cache keeps: some blocks go back to its arena, some are reused.
     constexpr size_t kCount = 100000;
     std::vector<message_ref> bodies;
     bodies.reserve(kCount);
