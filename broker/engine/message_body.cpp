@@ -2,6 +2,8 @@
 
 #include <cstring>
 #include <new>
+#include <stdexcept>
+#include <string>
 
 namespace wharf::engine {
 
@@ -20,6 +22,9 @@ static_assert(sizeof(message_body) == 8);
 // with many queues in use slower, not faster (docs/benchmarks.md, "jemalloc").
 
 message_ref message_ref::allocate(size_t size) {
+    // Checked before anything is allocated: a size kept wrongly would also
+    // hand the allocator the wrong size when the body is freed.
+    if (size > max_size) throw std::length_error("message body of " + std::to_string(size) + " bytes");
     void* mem = ::operator new(sizeof(message_body) + size);
     message_ref r;
     r.p_ = new (mem) message_body();

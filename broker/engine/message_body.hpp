@@ -27,8 +27,12 @@ class message_ref {
     message_ref& operator=(message_ref o) noexcept { std::swap(p_, o.p_); return *this; }
     ~message_ref();
 
+    // The largest body: its size is kept in 32 bits. The node's largest
+    // message (max-message-size, 0 meaning this) is never more.
+    static constexpr size_t max_size = UINT32_MAX;
+
     // A body of `size` bytes whose contents the caller fills through data()
-    // before sharing it.
+    // before sharing it. Throws std::length_error beyond max_size.
     static message_ref allocate(size_t size);
     static message_ref copy_of(std::string_view bytes);
 

@@ -1,5 +1,6 @@
 #include "broker/server/server.hpp"
 
+#include "broker/engine/message_body.hpp"
 #include "broker/server/peer_connection.hpp"
 #include "broker/server/pn_util.hpp"
 
@@ -54,7 +55,11 @@ server::server(const config::node_config& cfg, engine::queue_engine& engine,
     settings_.relays = &relays_;
     settings_.producers = &producer_budget_;
     settings_.node_id = cfg.node_id;
-    settings_.max_message_size = cfg.max_message_size;
+    // "Unlimited" (0) and anything larger mean the largest body a message can
+    // have; that is what links advertise and enforce.
+    settings_.max_message_size = cfg.max_message_size == 0 || cfg.max_message_size > engine::message_ref::max_size
+                                     ? engine::message_ref::max_size
+                                     : cfg.max_message_size;
     settings_.credit_window = cfg.credit_window;
     settings_.connection_credit = cfg.connection_credit_budget;
     settings_.ticks = &ticks_;

@@ -1,10 +1,11 @@
 // message_ref: bodies keep their bytes whatever their size, however many are
-// alive, and whichever thread frees them (the allocator reuses freed blocks
-// per thread and size class).
+// alive, and whichever thread frees them, while others are freed and made
+// around them; a size beyond what a body can hold is refused.
 #include "broker/engine/message_body.hpp"
 
 #include <gtest/gtest.h>
 
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -35,7 +36,7 @@ TEST(message_body, every_size_keeps_its_bytes_while_others_come_and_go) {
             kept.push_back(message_ref::copy_of(pattern(i + round * 1000, sizes[i])));
             churn.push_back(message_ref::copy_of(pattern(i, sizes[i])));
         }
-        churn.clear();  // freed: the next round's bodies reuse these blocks
+        churn.clear();  // freed while the kept ones live on
     }
     for (int round = 0; round < 3; ++round) {
         for (size_t i = 0; i < sizes.size(); ++i) {
@@ -46,9 +47,15 @@ TEST(message_body, every_size_keeps_its_bytes_while_others_come_and_go) {
     }
 }
 
-TEST(message_body, more_bodies_than_a_thread_caches_all_stay_intact) {
-    // 100,000 bodies of 200 bytes is about 20 MB, more than an allocator's
-    // thread cache keeps: some blocks go back to its arena, some are reused.
+TEST(message_body, a_size_beyond_the_largest_body_is_refused_before_allocating) {
+    // Refused before any memory is asked for, so this allocates nothing.
+    EXPECT_THROW(message_ref::allocate(message_ref::max_size + 1), std::length_error);
+    EXPECT_THROW(message_ref::allocate(size_t{1} << 40), std::length_error);
+}
+
+TEST(message_body, many_bodies_freed_and_made_among_others_all_stay_intact) {
+    // 100,000 bodies of 200 bytes (about 20 MB), every other one freed and
+    // made anew at another size among those that stay.
     constexpr size_t kCount = 100000;
     std::vector<message_ref> bodies;
     bodies.reserve(kCount);
@@ -66,7 +73,7 @@ TEST(message_body, a_body_shared_with_another_thread_lives_until_its_last_refere
     std::vector<message_ref> copies = made;
     made.clear();  // the copies still hold every body
     std::thread other([&] {
-        // Read, then free on this thread; then allocate here from what it freed.
+        // Read, then free on this thread; then make new bodies here.
         for (size_t i = 0; i < copies.size(); ++i) {
             ASSERT_EQ(copies[i].bytes(), pattern(i, 100 + i % 300));
         }

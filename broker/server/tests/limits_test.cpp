@@ -25,6 +25,18 @@ proton::message sized_message(size_t body_bytes, const std::string& fill = "x") 
     return m;
 }
 
+// max-message-size 0 is no limit of our own: links advertise the largest
+// message a node can hold (its size is kept in 32 bits), not "none".
+TEST_F(limits, max_message_size_0_advertises_the_largest_message_a_node_holds) {
+    start_broker({.args = {"--max-message-size", "0"}});
+    auto c = connect();
+    test_sender s = c->open_sender("size-unlimited");
+    ASSERT_TRUE(s.wait_open()) << s.wait_error();
+    EXPECT_EQ(s.remote_max_message_size(), 4294967295u);
+    s.send(sized_message(100000));
+    EXPECT_EQ(s.wait_outcome(0).kind, outcome_kind::accepted);
+}
+
 TEST_F(limits, oversize_message_is_rejected_and_the_connection_stays_up) {
     start_broker({.args = {"--max-message-size", "1024"}});
     auto c = connect();
