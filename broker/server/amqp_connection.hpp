@@ -55,7 +55,9 @@ struct connection_settings {
     std::string node_id;
     // Plugins' resolvers, in order (empty: every address is local).
     std::vector<plugins::address_resolver*> resolvers;
-    uint64_t max_message_size = 0;  // 0 = unlimited
+    // The largest message a link takes (1 .. message_ref::max_size; the
+    // server maps the config's 0, "unlimited", to max_size).
+    uint64_t max_message_size = engine::message_ref::max_size;
     uint32_t credit_window = 1000;
     uint64_t connection_credit = 0; // producer credit a connection's links hold together (0 = no limit)
     tick_requests* ticks = nullptr;  // the server's, for a connection that wants sooner ticks

@@ -27,7 +27,7 @@ void amqp_connection::on_batch(link_ctx& lc, pn_delivery_t* d) {
     if (!lc.oversize) {
         lc.partial.resize(old + pending);
         pn_link_recv(l, lc.partial.data() + old, pending);
-        lc.oversize = max != 0 && lc.partial.size() > relay::max_batch_bytes + max + 5;
+        lc.oversize = lc.partial.size() > relay::max_batch_bytes + max + 5;
     } else {
         std::string sink(pending, '\0');
         pn_link_recv(l, sink.data(), pending);
@@ -59,7 +59,7 @@ void amqp_connection::on_batch(link_ctx& lc, pn_delivery_t* d) {
     for (uint32_t i = 0; i < records.size(); ++i) {
         const relay::record& r = records[i];
         engine::incoming_message m;
-        const bool too_big = max != 0 && r.bytes.size() > max;
+        const bool too_big = r.bytes.size() > max;
         auto err = admit(too_big ? engine::message_ref{} : engine::message_ref::copy_of(r.bytes), too_big,
                          r.settled, m);
         if (err) {

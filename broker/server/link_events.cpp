@@ -57,8 +57,7 @@ void amqp_connection::on_link_open(pn_link_t* l) {
     } else {
         pn_terminus_t* tgt = pn_link_remote_target(l);
         pn_link_set_rcv_settle_mode(l, PN_RCV_FIRST);
-        if (settings_.max_message_size != 0)
-            pn_link_set_max_message_size(l, settings_.max_message_size);
+        pn_link_set_max_message_size(l, settings_.max_message_size);
         engine::cmd_attach_producer c;
         c.link = lc->id;
         c.address = terminus_address(tgt);
@@ -290,7 +289,7 @@ void amqp_connection::on_incoming(link_ctx& lc, pn_delivery_t* d) {
             const size_t old = lc.partial.size();
             lc.partial.resize(old + pending);
             pn_link_recv(l, lc.partial.data() + old, pending);
-            if (max != 0 && lc.partial.size() > max) {
+            if (lc.partial.size() > max) {
                 lc.oversize = true;
                 scratch_ = std::to_string(lc.partial.size());
                 lc.partial.clear();
@@ -306,7 +305,7 @@ void amqp_connection::on_incoming(link_ctx& lc, pn_delivery_t* d) {
         lc.partial.clear();
     } else {
         total = pending;
-        if (max == 0 || total <= max) {
+        if (total <= max) {
             body = engine::message_ref::allocate(pending);
             pn_link_recv(l, body.data(), pending);
         } else {
@@ -316,7 +315,7 @@ void amqp_connection::on_incoming(link_ctx& lc, pn_delivery_t* d) {
     }
     pn_link_advance(l);
     const bool presettled = pn_delivery_settled(d);
-    const bool too_big = lc.oversize || (max != 0 && total > max);
+    const bool too_big = lc.oversize || total > max;
     lc.oversize = false;
     engine::incoming_message m;
     std::optional<std::string> to;
