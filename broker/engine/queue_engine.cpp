@@ -261,16 +261,23 @@ void queue_engine::finish_run() {
     for (size_t i = 0; i < touched_.size(); ++i) {
         queue* q = touched_[i];
         // Room first (messages waiting under the block policy join the
-        // queue), then hand out what the queue has.
-        if (!q->blocked_producers().empty() && !q->full(0)) {
-            std::vector<link_id> waiting;
-            waiting.swap(q->blocked_producers());
-            for (link_id id : waiting) {
-                auto it = producers_.find(id);
-                if (it != producers_.end()) drain_backlog(it->second);
+        // queue), then hand out what the queue has. Dispatching can make room
+        // itself (a pre-settled consumer takes messages for good, expired
+        // ones leave): while it does and producers still wait, go round
+        // again, or nothing would wake them.
+        for (;;) {
+            if (!q->blocked_producers().empty() && !q->full(0)) {
+                std::vector<link_id> waiting;
+                waiting.swap(q->blocked_producers());
+                for (link_id id : waiting) {
+                    auto it = producers_.find(id);
+                    if (it != producers_.end()) drain_backlog(it->second);
+                }
             }
+            const uint64_t before = q->depth();
+            q->dispatch(t, *this);
+            if (q->blocked_producers().empty() || q->full(0) || q->depth() >= before) break;
         }
-        q->dispatch(t, *this);
     }
     for (queue* q : touched_) q->clear_touched();
     touched_.clear();
@@ -551,7 +558,14 @@ void queue_engine::handle(cmd_detach_queues& c) {
                 continue;
             }
             // What the client held unsettled goes back, as on any detach.
-            for (auto& e : con.acquired.take_all()) q->restore(std::move(e));
+            // The engine cannot tell which of them reached the client (the
+            // connection knows, and its link is going): count each as seen,
+            // so delivery-count and max-delivery-count stay true.
+            for (auto& e : con.acquired.take_all()) {
+                ++e.delivery_count;
+                e.redelivered = true;
+                return_entry(*q, std::move(e));
+            }
             q->remove_consumer(&con);
             stage(con.out_owner, ev_detach{con.id, c.err, c.redirect});
             it = consumers_.erase(it);

@@ -185,6 +185,26 @@ TEST(queue_engine, detach_returns_unsettled_with_count) {
     EXPECT_EQ(again[1].delivery_count, 0u);
 }
 
+// A queue that moves away (or loses its owner) ends its links: what a
+// consumer held comes back as on a detach, counted as seen.
+TEST(queue_engine, queue_detach_returns_unsettled_with_count) {
+    engine_fixture f;
+    auto p = f.producer("q");
+    f.publish(p, {"a", "b"});
+    auto c = f.consumer("q", 2);
+    auto d = f.deliveries();
+    ASSERT_EQ(d.size(), 2u);
+    f.settle(c, d[0].seq, outcome_kind::accepted);
+    f.engine->post(cmd_detach_queues{{"q"}, {errc::redirect, "moved"}, std::nullopt});
+    auto ended = f.out->take<ev_detach>();
+    ASSERT_GE(ended.size(), 1u);
+    f.consumer("q", 10);
+    auto again = f.deliveries();
+    ASSERT_EQ(f.bodies(again), (strings{"b"}));
+    EXPECT_EQ(again[0].delivery_count, 1u);
+    EXPECT_TRUE(again[0].redelivered) << "first-acquirer is false now";
+}
+
 // n messages "m0".."m<n-1>" on queue q, all taken by one consumer with `credit`.
 std::pair<link_id, std::vector<ev_deliver>> numbered_deliveries(engine_fixture& f, int n, uint64_t credit) {
     auto p = f.producer("q");
@@ -420,6 +440,55 @@ TEST(queue_engine, block_policy_holds_messages_until_there_is_room) {
     f.engine->post(cmd_credit{c, 20, false});
     auto rest = f.deliveries();
     EXPECT_EQ(f.bodies(rest), (strings{"d"})) << "order kept across the wait";
+}
+
+// A pre-settled consumer takes messages for good as they are sent: the room
+// it makes must let the waiting producer go on, with no settlement to wake it.
+TEST(queue_engine, block_policy_resumes_when_a_presettled_consumer_makes_room) {
+    config::queue_policy pol;
+    pol.max_depth_messages = 2;
+    engine_fixture f({.defaults = pol});
+    auto p = f.producer("q");
+    f.out->clear();
+    f.publish(p, {"a", "b", "c"});
+    auto fc = f.out->take<ev_flow_control>();
+    ASSERT_EQ(fc.size(), 1u);
+    ASSERT_TRUE(fc[0].blocked);
+
+    f.consumer("q", 10, false, /*presettled=*/true);
+    EXPECT_EQ(f.bodies(f.deliveries()), (strings{"a", "b", "c"})) << "c joins the queue as room is made";
+    fc = f.out->take<ev_flow_control>();
+    ASSERT_FALSE(fc.empty());
+    EXPECT_FALSE(fc.back().blocked) << "the producer may send again";
+    auto pub = f.out->take<ev_published>();
+    uint32_t answered = 0;
+    for (auto& e : pub) answered += e.count;
+    EXPECT_EQ(answered, 3u);
+    EXPECT_EQ(f.stats("q").depth, 0u);
+}
+
+// Messages that expire while a consumer's credit dispatches them make room
+// as well; the tick after finds nothing left to expire.
+TEST(queue_engine, block_policy_resumes_when_dispatch_drops_expired_messages) {
+    config::queue_policy pol;
+    pol.max_depth_messages = 2;
+    engine_fixture f({.defaults = pol});
+    auto p = f.producer("q");
+    f.out->clear();
+    cmd_publish c{p, {}};
+    c.messages.push_back(engine_fixture::msg("a", {}, f.now_ms + 100));
+    c.messages.push_back(engine_fixture::msg("b", {}, f.now_ms + 100));
+    c.messages.push_back(engine_fixture::msg("c"));
+    f.engine->post(std::move(c));
+    ASSERT_EQ(f.out->take<ev_flow_control>().size(), 1u);
+
+    f.now_ms += 1000;
+    f.consumer("q", 10);
+    f.engine->post(cmd_tick{});
+    EXPECT_EQ(f.bodies(f.deliveries()), (strings{"c"}));
+    auto fc = f.out->take<ev_flow_control>();
+    ASSERT_FALSE(fc.empty());
+    EXPECT_FALSE(fc.back().blocked);
 }
 
 TEST(queue_engine, block_policy_rejects_a_message_that_can_never_fit) {
