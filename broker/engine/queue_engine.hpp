@@ -122,6 +122,7 @@ class queue_engine final : private dispatch_sink {
         uint64_t epoch;
         std::shared_ptr<outbox> out;
         ev_published ev;
+        std::vector<uint32_t> stored; // positions in ev of the messages the sync covers
     };
 
     // What became of one message a producer sent.
@@ -148,7 +149,7 @@ class queue_engine final : private dispatch_sink {
     void handle(cmd_delete_queue_if_idle& c);
     void finish_run();
     void drain_backlog(producer& p);
-    void answer(producer& p, ev_published&& ev, bool wait_for_store);
+    void answer(producer& p, ev_published&& ev, std::vector<uint32_t>&& stored);
     void handle(cmd_synced& c);
     void forget_stored(queue& q, const queue_entry& e);
     publish_step publish_one(producer& p, incoming_message& m, int64_t now_ms);

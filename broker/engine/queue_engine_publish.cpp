@@ -22,10 +22,10 @@ void queue_engine::drain_backlog(producer& p) {
     ev_published result{p.id, 0, {}};
     const int64_t t = now();
     queue* full_queue = nullptr;
-    bool stored = false;
+    std::vector<uint32_t> stored;
     while (!p.backlog.empty()) {
         publish_step step = publish_one(p, p.backlog.front(), t);
-        stored |= step.stored;
+        if (step.stored) stored.push_back(result.count);
         if (step.kind == publish_step::full) {
             full_queue = step.full_queue;
             break;
@@ -34,38 +34,42 @@ void queue_engine::drain_backlog(producer& p) {
         ++result.count;
         p.backlog.pop_front();
     }
-    if (result.count > 0) answer(p, std::move(result), stored);
+    if (result.count > 0) answer(p, std::move(result), std::move(stored));
     set_blocked(p, full_queue);
 }
 
 // "accepted" means stored: an answer covering a persistent message waits for
 // the store's sync, and so does every later answer to the same producer.
-void queue_engine::answer(producer& p, ev_published&& ev, bool wait_for_store) {
-    if (!wait_for_store && p.unsynced == 0) {
+void queue_engine::answer(producer& p, ev_published&& ev, std::vector<uint32_t>&& stored) {
+    if (stored.empty() && p.unsynced == 0) {
         stage(p.out, std::move(ev));
         return;
     }
     ++p.unsynced;
-    this_run_.push_back({0, p.out, std::move(ev)});
+    this_run_.push_back({0, p.out, std::move(ev), std::move(stored)});
 }
 
 void queue_engine::handle(cmd_synced& c) {
     while (!waiting_.empty() && waiting_.front().epoch <= c.epoch) {
         waiting_publish w = std::move(waiting_.front());
         waiting_.pop_front();
-        if (!c.ok) {
-            // Nothing in this answer is known to be on disk: refuse what was
-            // not refused already. (The messages stay queued: the producer
-            // may send them again, and a consumer may see them twice.)
+        if (!c.ok && !w.stored.empty()) {
+            // The durable messages of this answer are not known to be on
+            // disk: refuse them. (They stay queued, and the store writes them
+            // when it can again: the producer may send them again, and a
+            // consumer may see them twice.) Messages the store had no part in
+            // are queued as they were and stay accepted.
             std::vector<publish_failure> all;
             size_t next = 0;
+            size_t next_stored = 0;
             for (uint32_t i = 0; i < w.ev.count; ++i) {
                 if (next < w.ev.failures.size() && w.ev.failures[next].index == i) {
                     all.push_back(std::move(w.ev.failures[next++]));
-                } else {
+                } else if (next_stored < w.stored.size() && w.stored[next_stored] == i) {
                     all.push_back({i, {errc::resource_limit_exceeded,
                                        "the node could not store the message: " + c.reason}});
                 }
+                if (next_stored < w.stored.size() && w.stored[next_stored] == i) ++next_stored;
             }
             w.ev.failures = std::move(all);
         }

@@ -8,11 +8,13 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <csignal>
 #include <condition_variable>
 #include <cstdlib>
 #include <fstream>
 #include <mutex>
 #include <sstream>
+#include <sys/resource.h>
 #include <unistd.h>
 
 namespace wharf::store {
@@ -83,6 +85,56 @@ TEST(engine_with_journal, accepted_only_once_the_message_is_on_disk) {
         EXPECT_EQ(out->on_disk_[1].find("transient-payload-2"), std::string::npos)
             << "a non-durable message was written";
     }
+    std::system(("rm -rf '" + dir + "'").c_str());
+}
+
+// A sync that fails refuses the durable messages it was to cover, and only
+// those: a non-durable message in the same batch is queued and stays
+// accepted (refusing it would make the producer send it twice).
+TEST(engine_with_journal, a_failed_sync_refuses_only_the_durable_messages) {
+    char tmpl[] = "/tmp/wharf-engine-journal-XXXXXX";
+    const std::string dir = ::mkdtemp(tmpl);
+    std::signal(SIGXFSZ, SIG_IGN); // as wharfd does: a file-size limit is a write error
+    rlimit old{};
+    ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
+    {
+        recovery_report r;
+        auto store = journal_store::open({dir, "n1"}, r);
+        ASSERT_TRUE(store.has_value()) << store.error();
+        engine::engine_options eo;
+        engine::queue_engine engine(std::move(eo), *store.value());
+        auto out = std::make_shared<waiting_outbox>();
+        out->dir = dir;
+        engine.post(engine::cmd_attach_producer{1, "q", out});
+
+        // Room for the segment's header and no record: the write fails.
+        rlimit tight = old;
+        tight.rlim_cur = 16;
+        ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &tight), 0);
+        engine::cmd_publish batch{1, {}};
+        engine::incoming_message t;
+        t.body = engine::message_ref::copy_of("transient-first");
+        batch.messages.push_back(std::move(t));
+        engine::incoming_message m;
+        m.body = engine::message_ref::copy_of(std::string(200, 'd'));
+        m.durable = true;
+        batch.messages.push_back(std::move(m));
+        engine::incoming_message t2;
+        t2.body = engine::message_ref::copy_of("transient-last");
+        batch.messages.push_back(std::move(t2));
+        engine.post(std::move(batch));
+        const bool answered = out->wait_published(1);
+        ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &old), 0);
+        ASSERT_TRUE(answered);
+        const auto& ev = out->published_[0];
+        EXPECT_EQ(ev.count, 3u);
+        ASSERT_EQ(ev.failures.size(), 1u) << "only the durable message is refused";
+        EXPECT_EQ(ev.failures[0].index, 1u);
+        EXPECT_EQ(ev.failures[0].err.code, errc::resource_limit_exceeded);
+        EXPECT_NE(ev.failures[0].err.description.find("could not store"), std::string::npos)
+            << ev.failures[0].err.description;
+    }
+    ::setrlimit(RLIMIT_FSIZE, &old);
     std::system(("rm -rf '" + dir + "'").c_str());
 }
 
