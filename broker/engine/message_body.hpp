@@ -27,9 +27,11 @@ class message_ref {
     message_ref& operator=(message_ref o) noexcept { std::swap(p_, o.p_); return *this; }
     ~message_ref();
 
-    // The largest body: its size is kept in 32 bits. The node's largest
-    // message (max-message-size, 0 meaning this) is never more.
-    static constexpr size_t max_size = UINT32_MAX;
+    // The largest body, 4 GiB - 128 KiB: a body's size is kept in 32 bits,
+    // and so is the length of the journal record that stores it with its
+    // queue's name (up to max_queue_name bytes) and a header. The node's
+    // largest message (max-message-size, 0 meaning this) is never more.
+    static constexpr size_t max_size = 0xFFFE'0000;
 
     // A body of `size` bytes whose contents the caller fills through data()
     // before sharing it. Throws std::length_error beyond max_size.

@@ -16,6 +16,10 @@
 
 namespace wharf::engine {
 
+// The longest queue name, in bytes (the journal keeps a name's length in
+// 16 bits). A longer address is refused with amqp:invalid-field.
+inline constexpr size_t max_queue_name = 65535;
+
 // Names a link node-wide (allocated by the connection layer, never reused).
 using link_id = uint64_t;
 // Links inside the node (plugins' taps) are numbered from here up: the

@@ -339,6 +339,10 @@ result<queue*, error> queue_engine::resolve(const std::string& address, bool cre
     if (it != queues_.end()) return it->second.get();
     if (address.empty())
         return fail(error{errc::invalid_field, "the address is empty"});
+    if (address.size() > max_queue_name)
+        return fail(error{errc::invalid_field, "the address is " + std::to_string(address.size()) +
+                                                   " bytes long; a queue's name is at most " +
+                                                   std::to_string(max_queue_name) + " bytes"});
     if (address.rfind(dynamic_prefix, 0) == 0)
         return fail(error{errc::not_found, "temporary queue '" + address + "' no longer exists"});
     if (is_reserved(address))

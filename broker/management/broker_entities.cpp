@@ -79,6 +79,9 @@ result<plugins::entity, error> queue_entities::invoke(std::string_view op, std::
     if (op == "CREATE") {
         if (queue.empty() || queue[0] == '$')
             return fail(error{errc::invalid_field, "'" + queue + "' cannot be a queue's name (empty or starting with '$')"});
+        if (queue.size() > engine::max_queue_name)
+            return fail(error{errc::invalid_field, "a queue's name is at most " + std::to_string(engine::max_queue_name) +
+                                                       " bytes; this one is " + std::to_string(queue.size())});
         if (!engine_.create(queue))
             return fail(error{errc::not_allowed, "queue '" + queue + "' exists already (see READ; UPDATE changes it)"});
     } else if (settings->empty()) {

@@ -463,6 +463,8 @@ TEST_F(node_config_test, file_queue_names_must_be_present_unique_and_non_empty) 
     file_error("[queue-defaults]\ndead-letter-queue = \"a\\nb\"\n", 2,
                {"key 'dead-letter-queue'", "control character"});
     file_error("node-id = \"\"\n", 1, {"key 'node-id'", "must not be empty"});
+    file_error("[[queue]]\nname = \"" + std::string(65536, 'q') + "\"\n", 2,
+               {"key 'name'", "queue name of 65536 bytes is longer than 65535"});
 }
 
 TEST_F(node_config_test, file_syntax_error_gives_the_line) {

@@ -45,6 +45,37 @@ TEST(queue_engine, auto_create_off_refuses_unknown_address) {
     EXPECT_FALSE(att[1].err);
 }
 
+// A queue's name fits the journal's 16-bit length: a longer address is
+// refused (attach and anonymous `to` alike), the longest is taken.
+TEST(queue_engine, an_address_longer_than_a_queue_name_is_refused) {
+    engine_fixture f;
+    const std::string longest(max_queue_name, 'q');
+    const std::string too_long(max_queue_name + 1, 'q');
+    f.consumer(too_long, 1);
+    f.producer(longest);
+    auto att = f.out->take<ev_attached>();
+    ASSERT_EQ(att.size(), 2u);
+    ASSERT_TRUE(att[0].err);
+    EXPECT_EQ(att[0].err->code, errc::invalid_field);
+    EXPECT_NE(att[0].err->description.find("65536 bytes long; a queue's name is at most 65535"),
+              std::string::npos)
+        << att[0].err->description;
+    EXPECT_FALSE(att[1].err);
+
+    auto anon = f.producer("");
+    cmd_publish pub{anon, {}};
+    pub.messages.push_back(engine_fixture::msg("1", too_long));
+    pub.messages.push_back(engine_fixture::msg("2", longest));
+    f.engine->post(std::move(pub));
+    auto r = f.out->take<ev_published>();
+    ASSERT_EQ(r.size(), 1u);
+    ASSERT_EQ(r[0].failures.size(), 1u);
+    EXPECT_EQ(r[0].failures[0].index, 0u);
+    EXPECT_EQ(r[0].failures[0].err.code, errc::invalid_field);
+    EXPECT_FALSE(f.has_queue(too_long));
+    EXPECT_EQ(f.stats(longest).depth, 1u);
+}
+
 TEST(queue_engine, drain_answers_when_nothing_left) {
     engine_fixture f;
     auto p = f.producer("q");
