@@ -39,6 +39,8 @@ constexpr uint32_t amqp_min_max_frame_size = 512;
 constexpr unsigned max_threads = 1024;
 constexpr uint32_t max_busy_poll_us = 100000; // 0.1 s: more is a core spent, not a wake saved
 constexpr uint32_t u32_max = std::numeric_limits<uint32_t>::max();
+// Proton keeps a link's credit in a signed 32-bit int.
+constexpr uint32_t max_credit_window = std::numeric_limits<int32_t>::max();
 constexpr int64_t i64_max = std::numeric_limits<int64_t>::max();
 
 std::string format_double(double d) {
@@ -184,7 +186,7 @@ std::optional<std::string> set_top_key(top_layer& layer, std::string_view key,
         if (!n) return n.error();
         layer.max_message_size = static_cast<uint64_t>(*n);
     } else if (key == "credit-window") {
-        auto n = integer_in(v, 1, u32_max);
+        auto n = integer_in(v, 1, max_credit_window);
         if (!n) return n.error();
         layer.credit_window = static_cast<uint32_t>(*n);
     } else if (key == "busy-poll") {

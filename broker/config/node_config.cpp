@@ -102,7 +102,7 @@ constexpr std::array<flag_doc, 18> flag_docs = {{
     {"max-message-size", "BYTES",
      "Largest message accepted, advertised on attach; 0 = the most a message can be "
      "(4294836224, 4 GiB - 128 KiB). Default 16777216"},
-    {"credit-window", "N", "Link credit given to producers, refilled at half; >= 1. Default 1000"},
+    {"credit-window", "N", "Link credit given to producers, refilled at half; 1 to 2147483647. Default 1000"},
     {"producer-credit-budget", "N",
      "Credit all producer links of the node share: with more than N / credit-window producers "
      "each gets N / producers (at least 20); 0 = no budget. Default 20000"},

@@ -415,6 +415,7 @@ TEST_F(node_config_test, file_out_of_range_numbers_name_the_key) {
     file_error("max-connections = 4294967296\n", 1,
                {"key 'max-connections'", "above the maximum of 4294967295"});
     file_error("threads = 5000\n", 1, {"key 'threads'", "above the maximum of 1024"});
+    file_error("credit-window = 2147483648\n", 1, {"key 'credit-window'", "above the maximum of 2147483647"});
     file_error("busy-poll = -1\n", 1, {"key 'busy-poll'", "-1 is negative"});
     file_error("busy-poll = 100001\n", 1, {"key 'busy-poll'", "above the maximum of 100000"});
     file_error("busy-poll = \"fast\"\n", 1, {"key 'busy-poll'"});
