@@ -146,6 +146,9 @@ void journal_writer::run() {
             batch.swap(jobs_);
         }
         std::string reason;
+        std::string refused;
+        for (auto& j : batch)
+            if (refused.empty()) refused = std::move(j.refused);
         bool ok = true;
         if (batch.empty()) {
             // A probe: can we write and sync again?
@@ -197,7 +200,7 @@ void journal_writer::run() {
             spdlog::error("journal: {}; durable messages are refused until a write succeeds", reason);
         else if (!was && ok)
             spdlog::info("journal: writing again in {}", dir_);
-        if (!batch.empty()) report(batch.back().epoch, ok, reason);
+        if (!batch.empty()) report(batch.back().epoch, ok && refused.empty(), ok ? refused : reason);
         {
             std::lock_guard lock(mu_);
             for (auto& j : batch)

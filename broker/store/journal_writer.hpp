@@ -29,6 +29,9 @@ class journal_writer {
         uint64_t epoch;
         std::vector<chunk> chunks;
         std::vector<uint32_t> deletes;
+        // Not empty: a record the store could not represent was left out;
+        // the epoch is reported failed with this reason (the rest is written).
+        std::string refused;
     };
 
     journal_writer(std::string dir, uint32_t segment, uint64_t size);
