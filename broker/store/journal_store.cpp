@@ -109,9 +109,13 @@ void journal_store::retire_segments() {
 }
 
 // The oldest segment is mostly dead: copy its live messages forward so that
-// it (and the dead segments behind it) can go.
+// it (and the dead segments behind it) can go. Not while the disk fails: the
+// copies would be written at the worst time, and until the disk is back the
+// writer would have to keep them (and the segment they empty) in memory.
+// (When a failure is not yet known, a compaction is safe: the writer keeps
+// what it could not write, and the delete runs only after.)
 void journal_store::compact_oldest() {
-    if (segments_.size() < 2) return;
+    if (segments_.size() < 2 || !writer_->writable()) return;
     auto oldest = segments_.begin();
     if (oldest->first == active_ || oldest->second.live == 0) return;
     const auto& info = oldest->second;
