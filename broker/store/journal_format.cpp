@@ -2,8 +2,10 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <stdexcept>
 
 namespace wharf::store {
 
@@ -18,6 +20,18 @@ template <class T> bool get(std::string_view d, size_t& p, T& v) {
     std::memcpy(&v, d.data() + p, sizeof(T));
     p += sizeof(T);
     return true;
+}
+
+// Throws unless a record for `queue` with `rest` bytes after its key
+// (type, name length, name, seq) fits the format. Checked before anything
+// is appended, and before `rest` (a body) is read.
+void check_fits(std::string_view queue, size_t rest) {
+    constexpr size_t key_overhead = record_header_size + 1 + 2 + 8;
+    if (queue.size() > max_queue_name_size)
+        throw std::length_error("journal record: queue name of " + std::to_string(queue.size()) +
+                                " bytes (at most " + std::to_string(max_queue_name_size) + ")");
+    if (rest > max_record_size - key_overhead - queue.size())
+        throw std::length_error("journal record of more than " + std::to_string(max_record_size) + " bytes");
 }
 
 // Reserves the header, returns its offset; finish() fills it in.
@@ -41,6 +55,8 @@ void put_key(std::string& out, std::string_view queue, uint64_t seq) {
 
 void append_enqueue(std::string& out, std::string_view queue, uint64_t seq, uint32_t delivery_count,
                     uint8_t flags, int64_t expiry_ms, std::string_view body) {
+    // Clamped so that the sum cannot wrap; the clamped value fails as well.
+    check_fits(queue, 4 + 1 + 8 + std::min<size_t>(body.size(), max_record_size));
     const size_t at = begin(out, record_type::enqueue);
     put_key(out, queue, seq);
     put<uint32_t>(out, delivery_count);
@@ -52,6 +68,7 @@ void append_enqueue(std::string& out, std::string_view queue, uint64_t seq, uint
 
 void append_update(std::string& out, std::string_view queue, uint64_t seq, uint32_t delivery_count,
                    uint8_t flags) {
+    check_fits(queue, 4 + 1);
     const size_t at = begin(out, record_type::update);
     put_key(out, queue, seq);
     put<uint32_t>(out, delivery_count);
@@ -60,6 +77,7 @@ void append_update(std::string& out, std::string_view queue, uint64_t seq, uint3
 }
 
 void append_remove(std::string& out, std::string_view queue, uint64_t seq) {
+    check_fits(queue, 0);
     const size_t at = begin(out, record_type::remove);
     put_key(out, queue, seq);
     finish(out, at);

@@ -14,6 +14,7 @@
 //
 // Pure functions; any thread.
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -23,6 +24,21 @@ namespace wharf::store {
 inline constexpr std::string_view segment_magic{"WHARFJ01", 8};
 inline constexpr uint32_t format_version = 1;
 inline constexpr size_t record_header_size = 8;
+
+// Limits of what a record can hold: the queue name's length is 16 bits, and
+// a whole record (header included) is at most 4 GiB - 1 bytes, because its
+// length field is 32 bits and so is the store's count of a record's bytes.
+inline constexpr size_t max_queue_name_size = UINT16_MAX;
+inline constexpr uint64_t max_record_size = UINT32_MAX;
+// What an enqueue record adds to the queue name and the body: the header,
+// type, name length, seq, delivery count, flags, expiry.
+inline constexpr size_t enqueue_record_overhead = record_header_size + 1 + 2 + 8 + 4 + 1 + 8;
+
+// Whether append_enqueue can write this record (it throws otherwise).
+constexpr bool enqueue_record_fits(size_t queue_size, size_t body_size) {
+    return queue_size <= max_queue_name_size &&
+           body_size <= max_record_size - enqueue_record_overhead - queue_size;
+}
 
 enum class record_type : uint8_t { enqueue = 1, update = 2, remove = 3, noop = 4 };
 
@@ -42,6 +58,11 @@ struct record {
 
 // The append_* functions write a record's length but leave its checksum
 // zero; seal_records fills in the checksums of a buffer of whole records.
+// A record that cannot be represented (a queue name over
+// max_queue_name_size, a record over max_record_size) is never written cut
+// short: they throw std::length_error before appending anything, so `out`
+// is unchanged. Callers check first (enqueue_record_fits); the throw is the
+// last line of defence, not a way to report.
 // The queue engine's strand appends and the journal's writer thread seals
 // just before the write, so CRC-32 (5 % of a node taking durable messages)
 // is off the thread that serves connections.

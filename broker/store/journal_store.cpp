@@ -33,22 +33,38 @@ void journal_store::append_enqueue_record(std::string_view queue, uint64_t seq, 
     seg.size += le.bytes;
 }
 
+// A record the format cannot hold (a queue name over 65,535 bytes, a body
+// near 4 GiB) is not written, and its message is not counted as stored; the
+// epoch that covers it is reported failed, so its producer hears "refused"
+// and the message lives on in memory only. The engine is to refuse such
+// names and bodies before they get here; this keeps the node up if one
+// slips through (the format functions would throw).
 void journal_store::on_enqueue(std::string_view queue, const engine::queue_entry& e) {
+    if (!enqueue_record_fits(queue.size(), e.body.size())) {
+        if (refused_.empty())
+            refused_ = "a queue name of " + std::to_string(queue.size()) + " bytes and a body of " +
+                       std::to_string(e.body.size()) + " bytes do not fit a journal record (names hold at most " +
+                       std::to_string(max_queue_name_size) + " bytes, records " + std::to_string(max_record_size) +
+                       ")";
+        return;
+    }
     auto& bucket = live_[std::string(queue)];
     live_entry le{0, 0, e.body, e.delivery_count, flags_of(e), e.expiry_ms};
     append_enqueue_record(queue, e.seq, le);
     if (bucket.insert_or_assign(e.seq, std::move(le)).second) ++live_count_;
 }
 
+// Only a stored message gets an update record (recovery would ignore one
+// for a message it does not hold).
 void journal_store::on_update(std::string_view queue, const engine::queue_entry& e) {
-    if (active_ == 0) rotate();
-    const size_t before = buf_.size();
-    append_update(buf_, queue, e.seq, e.delivery_count, flags_of(e));
-    segments_[active_].size += buf_.size() - before;
     auto q = live_.find(std::string(queue));
     if (q == live_.end()) return;
     auto m = q->second.find(e.seq);
     if (m == q->second.end()) return;
+    if (active_ == 0) rotate();
+    const size_t before = buf_.size();
+    append_update(buf_, queue, e.seq, e.delivery_count, flags_of(e));
+    segments_[active_].size += buf_.size() - before;
     m->second.delivery_count = e.delivery_count;
     m->second.flags = flags_of(e);
 }
@@ -93,9 +109,13 @@ void journal_store::retire_segments() {
 }
 
 // The oldest segment is mostly dead: copy its live messages forward so that
-// it (and the dead segments behind it) can go.
+// it (and the dead segments behind it) can go. Not while the disk fails: the
+// copies would be written at the worst time, and until the disk is back the
+// writer would have to keep them (and the segment they empty) in memory.
+// (When a failure is not yet known, a compaction is safe: the writer keeps
+// what it could not write, and the delete runs only after.)
 void journal_store::compact_oldest() {
-    if (segments_.size() < 2) return;
+    if (segments_.size() < 2 || !writer_->writable()) return;
     auto oldest = segments_.begin();
     if (oldest->first == active_ || oldest->second.live == 0) return;
     const auto& info = oldest->second;
@@ -119,8 +139,9 @@ uint64_t journal_store::commit() {
     // empty queue leaves an almost empty directory.
     if (active_ != 0 && live_count_ == 0 && segments_[active_].size >= (1u << 20)) rotate();
     retire_segments();
-    if (buf_.empty() && chunks_.empty() && deletes_.empty()) return 0;
-    journal_writer::job j{++epoch_, std::move(chunks_), std::move(deletes_)};
+    if (buf_.empty() && chunks_.empty() && deletes_.empty() && refused_.empty()) return 0;
+    journal_writer::job j{++epoch_, std::move(chunks_), std::move(deletes_), std::move(refused_)};
+    refused_.clear();
     if (!buf_.empty()) {
         j.chunks.push_back({active_, std::move(buf_)});
         buf_ = writer_->spare();

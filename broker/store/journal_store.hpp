@@ -95,6 +95,7 @@ class journal_store final : public engine::message_store {
     std::string buf_;             // records for the active segment since the last commit
     std::vector<journal_writer::chunk> chunks_; // earlier segments' records (rotation)
     std::vector<uint32_t> deletes_;
+    std::string refused_;         // why a record was left out since the last commit
     uint64_t epoch_ = 0;
     int lock_fd_ = -1;            // flock on the data dir's LOCK, held while open
 };

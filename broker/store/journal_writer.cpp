@@ -80,29 +80,78 @@ void journal_writer::report(uint64_t epoch, bool ok, const std::string& reason) 
     if (synced_) synced_(epoch, ok, reason);
 }
 
+// Opens `segment` (none is open) at its end. An empty file gets the header,
+// which counts as written, not as synced: a failure before the next sync
+// cuts it off with the rest, and cut_back() then closes the file so that
+// this writes it again. Records never start at offset 0.
 bool journal_writer::open_segment(uint32_t segment, std::string& reason) {
-    if (fd_ >= 0 && segment == segment_) return true;
-    if (fd_ >= 0) {
-        if (::fdatasync(fd_) != 0) {
-            reason = errno_text("cannot sync", dir_ + "/" + segment_name(segment_));
-            return false;
-        }
-        ::close(fd_);
-        fd_ = -1;
-    }
     const std::string path = dir_ + "/" + segment_name(segment);
-    fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-    if (fd_ < 0) {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
         reason = errno_text("cannot open", path);
         return false;
     }
-    const off_t end = ::lseek(fd_, 0, SEEK_END);
+    const off_t end = ::lseek(fd, 0, SEEK_END);
+    if (end < 0) {
+        reason = errno_text("cannot seek in", path);
+        ::close(fd);
+        return false;
+    }
+    fd_ = fd;
     segment_ = segment;
-    size_ = synced_size_ = end < 0 ? 0 : static_cast<uint64_t>(end);
+    size_ = synced_size_ = static_cast<uint64_t>(end);
     if (size_ == 0) {
+        tail_dirty_ = true;
         if (!write_all(std::string(segment_magic), reason)) return false;
     }
     sync_dir(dir_);
+    return true;
+}
+
+// Syncs and closes the open segment, if any.
+bool journal_writer::close_segment(std::string& reason) {
+    if (fd_ < 0) return true;
+    if (::fdatasync(fd_) != 0) {
+        reason = errno_text("cannot sync", dir_ + "/" + segment_name(segment_));
+        return false;
+    }
+    synced_size_ = size_;
+    tail_dirty_ = false;
+    ::close(fd_);
+    fd_ = -1;
+    return true;
+}
+
+// After a failure: cuts segment_ back to its synced size, so that the next
+// record follows the last synced one (no half record, no hole). Cut below
+// the header, the file is emptied and closed, and the next open writes the
+// header again.
+bool journal_writer::cut_back(std::string& reason) {
+    const std::string path = dir_ + "/" + segment_name(segment_);
+    if (fd_ < 0) {
+        fd_ = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+        if (fd_ < 0) {
+            if (errno != ENOENT) {
+                reason = errno_text("cannot open", path);
+                return false;
+            }
+            tail_dirty_ = false; // never created: nothing to cut
+            return true;
+        }
+    }
+    const uint64_t keep = synced_size_ < segment_magic.size() ? 0 : synced_size_;
+    if (::ftruncate(fd_, static_cast<off_t>(keep)) != 0 || ::lseek(fd_, static_cast<off_t>(keep), SEEK_SET) < 0) {
+        reason = errno_text("cannot cut back", path);
+        ::close(fd_); // tail_dirty_ stays: the next attempt cuts first
+        fd_ = -1;
+        return false;
+    }
+    size_ = synced_size_ = keep;
+    tail_dirty_ = false;
+    if (keep == 0) {
+        ::close(fd_);
+        fd_ = -1;
+    }
     return true;
 }
 
@@ -122,18 +171,76 @@ bool journal_writer::write_all(const std::string& bytes, std::string& reason) {
     return true;
 }
 
-bool journal_writer::write_job(job& j, std::string& reason) {
-    for (auto& c : j.chunks) {
-        if (!open_segment(c.segment, reason)) return false;
-        seal_records(c.bytes);
+// One attempt: cut what a failure left, write every unsynced chunk in
+// order, sync. `synced` says how many of unsynced_ are on disk afterwards,
+// also on failure: a segment synced when the next one was opened.
+bool journal_writer::write_and_sync(bool probe, size_t& synced, std::string& reason) {
+    synced = 0;
+    if (tail_dirty_ && !cut_back(reason)) return false;
+    if (probe && unsynced_.empty()) {
+        // Nothing kept to write: can we write and sync again?
+        std::string noop;
+        append_noop(noop);
+        seal_records(noop);
+        if (fd_ < 0 && !open_segment(segment_, reason)) return false;
+        tail_dirty_ = true;
+        if (!write_all(noop, reason)) return false;
+    }
+    for (size_t i = 0; i < unsynced_.size(); ++i) {
+        chunk& c = unsynced_[i];
+        if (fd_ < 0 || c.segment != segment_) {
+            if (c.segment != segment_ && !close_segment(reason)) return false;
+            synced = i; // segment numbers only grow: all before i were in synced segments
+            if (!open_segment(c.segment, reason)) return false;
+        }
+        seal_records(c.bytes); // again after a failure: the same checksums
+        tail_dirty_ = true;
         if (!write_all(c.bytes, reason)) return false;
     }
+    if (fd_ >= 0 && ::fdatasync(fd_) != 0) {
+        reason = errno_text("cannot sync", dir_ + "/" + segment_name(segment_));
+        return false;
+    }
+    synced_size_ = size_;
+    tail_dirty_ = false;
+    synced = unsynced_.size();
     return true;
+}
+
+// After a good sync: every segment the store retired goes (a segment must
+// not outlive the records that retire it being on disk, nor be forgotten).
+void journal_writer::delete_segments() {
+    for (uint32_t s : pending_deletes_) {
+        if (s == segment_ && fd_ >= 0) {
+            ::close(fd_); // synced; the next write opens the new segment
+            fd_ = -1;
+        }
+        ::unlink((dir_ + "/" + segment_name(s)).c_str());
+    }
+    if (!pending_deletes_.empty()) sync_dir(dir_);
+    pending_deletes_.clear();
+}
+
+// The first `n` unsynced chunks are on disk: forget them, keeping their
+// buffers for spare().
+void journal_writer::drop_synced(size_t n) {
+    {
+        std::lock_guard lock(mu_);
+        for (size_t i = 0; i < n; ++i) {
+            std::string& bytes = unsynced_[i].bytes;
+            if (spares_.size() < max_spares && bytes.capacity() <= max_spare_bytes) {
+                bytes.clear();
+                spares_.push_back(std::move(bytes));
+            }
+        }
+    }
+    unsynced_.erase(unsynced_.begin(), unsynced_.begin() + static_cast<std::ptrdiff_t>(n));
 }
 
 void journal_writer::run() {
     std::deque<job> batch;
     for (;;) {
+        bool last = false;
         {
             std::unique_lock lock(mu_);
             if (writable_.load()) {
@@ -142,52 +249,28 @@ void journal_writer::run() {
                 // Not writable: probe once a second even when nobody writes.
                 cv_.wait_for(lock, std::chrono::seconds(1), [this] { return stop_ || !jobs_.empty(); });
             }
-            if (jobs_.empty() && stop_) return;
+            if (jobs_.empty() && stop_) {
+                if (unsynced_.empty() && pending_deletes_.empty() && !tail_dirty_) return;
+                last = true; // stopping: one more try at what failed before
+            }
             batch.swap(jobs_);
         }
-        std::string reason;
-        bool ok = true;
-        if (batch.empty()) {
-            // A probe: can we write and sync again?
-            std::string probe;
-            append_noop(probe);
-            seal_records(probe);
-            ok = open_segment(segment_, reason) && write_all(probe, reason);
-        }
-        // Deletes wait for a successful sync (a failed batch keeps them for
-        // the next): a segment must not outlive the records that retire it
-        // being on disk, nor be forgotten.
-        std::vector<uint32_t>& deletes = pending_deletes_;
+        std::string refused;
         for (auto& j : batch) {
-            if (ok) ok = write_job(j, reason);
-            deletes.insert(deletes.end(), j.deletes.begin(), j.deletes.end());
+            for (auto& c : j.chunks) unsynced_.push_back(std::move(c));
+            pending_deletes_.insert(pending_deletes_.end(), j.deletes.begin(), j.deletes.end());
+            if (refused.empty()) refused = std::move(j.refused);
         }
-        if (ok && fd_ >= 0 && ::fdatasync(fd_) != 0) {
-            reason = errno_text("cannot sync", dir_ + "/" + segment_name(segment_));
-            ok = false;
-        }
+        std::string reason;
+        size_t synced = 0;
+        const bool ok = write_and_sync(batch.empty(), synced, reason);
         if (ok) {
-            synced_size_ = size_;
-            for (uint32_t s : deletes) {
-                if (s == segment_ && fd_ >= 0) {
-                    ::close(fd_); // synced above; the next write opens the new segment
-                    fd_ = -1;
-                }
-                ::unlink((dir_ + "/" + segment_name(s)).c_str());
-            }
-            if (!deletes.empty()) sync_dir(dir_);
-            deletes.clear();
-        } else if (fd_ >= 0) {
-            // Leave no half-written record behind: cut back to what is synced,
-            // and write the next record there (not after a hole).
-            if (::ftruncate(fd_, static_cast<off_t>(synced_size_)) == 0 &&
-                ::lseek(fd_, static_cast<off_t>(synced_size_), SEEK_SET) >= 0)
-                size_ = synced_size_;
-            else {
-                ::close(fd_); // reopened (at its end) by the next write
-                fd_ = -1;
-            }
+            delete_segments();
+        } else if (tail_dirty_) {
+            std::string ignored; // the attempt's reason is the one to report
+            cut_back(ignored);   // if this fails, the next attempt cuts first
         }
+        drop_synced(synced);
         {
             std::lock_guard lock(mu_);
             failure_ = ok ? std::string() : reason;
@@ -197,17 +280,9 @@ void journal_writer::run() {
             spdlog::error("journal: {}; durable messages are refused until a write succeeds", reason);
         else if (!was && ok)
             spdlog::info("journal: writing again in {}", dir_);
-        if (!batch.empty()) report(batch.back().epoch, ok, reason);
-        {
-            std::lock_guard lock(mu_);
-            for (auto& j : batch)
-                for (auto& c : j.chunks)
-                    if (spares_.size() < max_spares && c.bytes.capacity() <= max_spare_bytes) {
-                        c.bytes.clear();
-                        spares_.push_back(std::move(c.bytes));
-                    }
-        }
+        if (!batch.empty()) report(batch.back().epoch, ok && refused.empty(), ok ? refused : reason);
         batch.clear();
+        if (last) return;
     }
 }
 

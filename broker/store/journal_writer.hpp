@@ -2,10 +2,25 @@
 // journal_writer: the store's own thread. Takes jobs (bytes for numbered
 // segments, then segments to delete), writes them in order, fdatasyncs once
 // per batch of jobs (group commit), and reports the batch's last epoch as
-// synced. On a write or sync error (disk full, I/O error) it cuts the
-// segment back to its last synced size, reports the epochs as failed, and
-// is not writable until a probe write succeeds (tried every second).
-
+// synced.
+//
+// A write or sync error (disk full, I/O error) loses nothing the store
+// counts as written. The writer cuts the segment back to its last synced
+// size (no half record, no hole), reports the batch's epoch as failed, and
+// is not writable until an attempt succeeds. It keeps, in order, every
+// record not known to be synced, and every delete. Each later attempt (the
+// next batch, or a probe once a second when nothing comes) writes the kept
+// records first, then the new ones, and syncs. Only after that sync does
+// it run the kept deletes. So the files end up as the store's bookkeeping
+// says. An ok report therefore covers every earlier record too. Kept
+// records are reported once, with the failed batch, and not again when
+// they land.
+//
+// What is kept grows, while the disk fails, only by what the store is told
+// then: the engine refuses durable messages while !writable() (and stores
+// no dead-lettered copy), and journal_store does not compact. What is left
+// are removes and delivery-count updates of stored messages, and the jobs
+// committed before the failure was seen.
 #include "broker/engine/message_store.hpp"
 
 #include <atomic>
@@ -29,6 +44,9 @@ class journal_writer {
         uint64_t epoch;
         std::vector<chunk> chunks;
         std::vector<uint32_t> deletes;
+        // Not empty: a record the store could not represent was left out;
+        // the epoch is reported failed with this reason (the rest is written).
+        std::string refused;
     };
 
     journal_writer(std::string dir, uint32_t segment, uint64_t size);
@@ -49,17 +67,24 @@ class journal_writer {
 
   private:
     void run();
-    bool write_job(job& j, std::string& reason);
+    bool write_and_sync(bool probe, size_t& synced, std::string& reason);
     bool open_segment(uint32_t segment, std::string& reason);
+    bool close_segment(std::string& reason);
+    bool cut_back(std::string& reason);
     bool write_all(const std::string& bytes, std::string& reason);
+    void delete_segments();
     void report(uint64_t epoch, bool ok, const std::string& reason);
+    void drop_synced(size_t n);
 
+    // Writer thread only.
     const std::string dir_;
     int fd_ = -1;
-    uint32_t segment_ = 0;
-    uint64_t synced_size_ = 0;    // of the open segment
-    uint64_t size_ = 0;
-    std::vector<uint32_t> pending_deletes_; // writer thread: waiting for a good sync
+    uint32_t segment_ = 0;        // the open segment, or the last one open
+    uint64_t synced_size_ = 0;    // of segment_: what a failure cuts back to
+    uint64_t size_ = 0;           // of segment_: written
+    bool tail_dirty_ = false;     // segment_ may hold bytes past synced_size_
+    std::vector<chunk> unsynced_; // in order: written by no good sync yet
+    std::vector<uint32_t> pending_deletes_; // waiting for a good sync
 
     mutable std::mutex mu_;
     std::condition_variable cv_;

@@ -1,89 +1,18 @@
 #include "broker/store/journal_format.hpp"
 #include "broker/store/journal_store.hpp"
+#include "broker/store/tests/store_test_support.hpp"
 
 #include <gtest/gtest.h>
 
-#include <chrono>
-#include <condition_variable>
-#include <cstdlib>
-#include <dirent.h>
 #include <fstream>
-#include <mutex>
+#include <stdexcept>
 #include <sys/stat.h>
 #include <unistd.h>
 
 namespace wharf::store {
 namespace {
 
-class temp_dir {
-  public:
-    temp_dir() {
-        char tmpl[] = "/tmp/wharf-store-test-XXXXXX";
-        path = ::mkdtemp(tmpl);
-    }
-    ~temp_dir() { std::system(("rm -rf '" + path + "'").c_str()); }
-    std::string path;
-};
-
-// Records what the writer reports; waits for an epoch with a deadline.
-struct sync_watch {
-    std::mutex mu;
-    std::condition_variable cv;
-    uint64_t synced = 0;
-    bool last_ok = true;
-    std::string reason;
-    void install(journal_store& s) {
-        s.set_synced_callback([this](uint64_t e, bool ok, const std::string& r) {
-            std::lock_guard l(mu);
-            synced = std::max(synced, e);
-            last_ok = ok;
-            reason = r;
-            cv.notify_all();
-        });
-    }
-    bool wait(uint64_t epoch) {
-        std::unique_lock l(mu);
-        return cv.wait_for(l, std::chrono::seconds(10), [&] { return synced >= epoch; });
-    }
-};
-
-engine::queue_entry entry(uint64_t seq, const std::string& body, uint32_t dc = 0) {
-    engine::queue_entry e;
-    e.seq = seq;
-    e.body = engine::message_ref::copy_of(body);
-    e.delivery_count = dc;
-    e.durable = e.persistent = true;
-    return e;
-}
-
-std::unique_ptr<journal_store> open_ok(const journal_options& o, recovery_report& r) {
-    auto s = journal_store::open(o, r);
-    EXPECT_TRUE(s.has_value()) << (s ? "" : s.error());
-    return s ? std::move(s.value()) : nullptr;
-}
-
-std::vector<std::string> bodies(const std::vector<engine::queue_entry>& es) {
-    std::vector<std::string> out;
-    for (auto& e : es) out.emplace_back(e.body.bytes());
-    return out;
-}
-
-const std::vector<engine::queue_entry>* queue_of(const recovery_report& r, const std::string& name) {
-    for (auto& [n, es] : r.queues)
-        if (n == name) return &es;
-    return nullptr;
-}
-
-uint64_t dir_bytes(const std::string& dir) {
-    uint64_t total = 0;
-    DIR* d = ::opendir(dir.c_str());
-    while (dirent* e = ::readdir(d)) {
-        struct stat st {};
-        if (::stat((dir + "/" + e->d_name).c_str(), &st) == 0 && S_ISREG(st.st_mode)) total += st.st_size;
-    }
-    ::closedir(d);
-    return total;
-}
+using namespace test;
 
 TEST(journal_store, recovers_messages_in_order_with_delivery_counts) {
     temp_dir dir;
@@ -192,6 +121,77 @@ TEST(journal_format, records_read_back_only_once_sealed) {
     ASSERT_EQ(read_record(bytes, pos, r), read_status::ok);
     EXPECT_EQ(r.type, record_type::remove);
     EXPECT_EQ(read_record(bytes, pos, r), read_status::end);
+}
+
+TEST(journal_format, a_queue_name_over_65535_bytes_is_refused_not_cut_short) {
+    const std::string longest(max_queue_name_size, 'n');
+    std::string bytes;
+    append_remove(bytes, longest, 9);
+    seal_records(bytes);
+    size_t pos = 0;
+    record r;
+    ASSERT_EQ(read_record(bytes, pos, r), read_status::ok);
+    EXPECT_EQ(r.queue.size(), longest.size());
+    EXPECT_EQ(r.seq, 9u);
+
+    const std::string too_long(70000, 'n');
+    std::string out = "before";
+    EXPECT_THROW(append_enqueue(out, too_long, 1, 0, 0, 0, "b"), std::length_error);
+    EXPECT_THROW(append_update(out, too_long, 1, 0, 0), std::length_error);
+    EXPECT_THROW(append_remove(out, too_long, 1), std::length_error);
+    EXPECT_EQ(out.size(), 6u) << "a refused record left bytes behind";
+    EXPECT_FALSE(enqueue_record_fits(max_queue_name_size + 1, 0));
+    EXPECT_TRUE(enqueue_record_fits(max_queue_name_size, 0));
+}
+
+TEST(journal_format, a_record_over_4_gib_is_refused_before_its_body_is_read) {
+    // A whole record, its 8-byte header included, holds at most 2^32 - 1 bytes.
+    const size_t largest_body = max_record_size - enqueue_record_overhead - 1; // queue "q"
+    EXPECT_TRUE(enqueue_record_fits(1, largest_body));
+    EXPECT_FALSE(enqueue_record_fits(1, largest_body + 1));
+    EXPECT_FALSE(enqueue_record_fits(0, size_t{1} << 40));
+    EXPECT_FALSE(enqueue_record_fits(1, SIZE_MAX)); // no wrap in the sum
+
+    // The body's size is checked before a byte of it is read, so a view
+    // whose size claims more than its 8-byte buffer is never dereferenced.
+    const char small[8] = {};
+    std::string out;
+    EXPECT_THROW(append_enqueue(out, "q", 1, 0, 0, 0, std::string_view(small, largest_body + 1)),
+                 std::length_error);
+    EXPECT_TRUE(out.empty());
+}
+
+TEST(journal_store, a_record_that_cannot_be_stored_refuses_its_epoch_and_keeps_the_node_up) {
+    temp_dir dir;
+    journal_options o{dir.path, "n1"};
+    const std::string too_long(70000, 'n');
+    {
+        recovery_report r;
+        auto s = open_ok(o, r);
+        sync_watch w;
+        w.install(*s);
+        s->on_enqueue("q", entry(1, "stored"));
+        s->on_enqueue(too_long, entry(1, "never stored"));
+        s->on_update(too_long, entry(1, "never stored", 3));
+        s->on_remove(too_long, 1);
+        const uint64_t e = s->commit();
+        ASSERT_GT(e, 0u) << "nothing to wait for: the producer would hear 'accepted'";
+        ASSERT_TRUE(w.wait(e));
+        EXPECT_FALSE(w.last_ok);
+        EXPECT_NE(w.reason.find("65535"), std::string::npos) << w.reason;
+        EXPECT_TRUE(s->writable()) << "the disk is fine";
+        EXPECT_EQ(s->live_for_test(), 1u);
+
+        s->on_enqueue("q", entry(2, "stored too"));
+        ASSERT_TRUE(w.wait(s->commit()));
+        EXPECT_TRUE(w.last_ok) << w.reason;
+    }
+    recovery_report r;
+    auto s = open_ok(o, r);
+    EXPECT_TRUE(r.warnings.empty());
+    ASSERT_EQ(r.queues.size(), 1u);
+    ASSERT_NE(queue_of(r, "q"), nullptr);
+    EXPECT_EQ(bodies(*queue_of(r, "q")), (std::vector<std::string>{"stored", "stored too"}));
 }
 
 TEST(journal_store, refuses_another_nodes_directory) {
