@@ -293,9 +293,12 @@ void amqp_connection::on_incoming(link_ctx& lc, pn_delivery_t* d) {
     pn_link_t* l = lc.link;
     if (l == nullptr || !pn_delivery_readable(d)) return;
     if (pn_delivery_aborted(d)) {
+        // It spent a credit (the settle advances the link) and brought no
+        // message: the top-up gives it back.
         lc.partial.clear();
         lc.oversize = false;
         pn_delivery_settle(d);
+        top_up_credit(lc);
         return;
     }
     const uint64_t max = settings_.max_message_size;
