@@ -231,6 +231,10 @@ void peer_connection::handle(relay::message& m) {
 
 void peer_connection::detach_twin(twin& t, const relay::message& m) {
     pn_link_t* l = t.link;
+    // What the client sent before it detached and waits here for the
+    // batch's end goes first (it had the owner's credit for all of it);
+    // Proton writes a sender's detach only after its deliveries.
+    if (t.client_sends && !t.pending.empty()) send_batches(t);
     if (m.cond()) relay::apply(*m.cond(), pn_link_condition(l));
     pn_link_set_context(l, &ended_here); // freed when the owner answers
     if (m.closed) pn_link_close(l);

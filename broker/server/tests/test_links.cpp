@@ -73,6 +73,22 @@ size_t test_sender::sent_count() {
     std::lock_guard lock(c_->mu_);
     return c_->link(id_).outcomes.size();
 }
+void test_sender::send_and_close(const std::vector<proton::message>& ms) {
+    {
+        std::lock_guard lock(c_->mu_);
+        auto& l = c_->link(id_);
+        for (const auto& m : ms) {
+            ++l.queued;
+            l.pending.push_back(m);
+        }
+    }
+    c_->call([c = c_, id = id_] {
+        std::lock_guard lock(c->mu_);
+        auto& l = c->link(id);
+        c->handler_->pump(l);
+        if (l.sender && !l.closed) l.sender.close();
+    });
+}
 bool test_sender::begin_unfinished(const std::string& bytes) {
     auto ok = std::make_shared<bool>(false);
     const bool ran = c_->call([c = c_, id = id_, bytes, ok] {
