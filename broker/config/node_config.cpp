@@ -115,7 +115,7 @@ constexpr std::array<flag_doc, 18> flag_docs = {{
      "Default 65536"},
     {"idle-timeout", "SECONDS",
      "AMQP idle time-out (may be fractional; 0 = none) for listeners that set none of their "
-     "own. Default 60"},
+     "own, and for the connections this node opens to other nodes. Default 60"},
     {"plugins", "NAME",
      "Load the plugin NAME (wharf-plugin-NAME.so); repeat for several. Also --plugin. "
      "Default none"},
@@ -208,6 +208,7 @@ result<node_config, config_error> resolve(node_config base, const file_layer& fi
     std::optional<uint32_t> frame = flags.max_frame_size ? flags.max_frame_size : f.max_frame_size;
     std::optional<std::chrono::milliseconds> idle =
         flags.idle_timeout ? flags.idle_timeout : f.idle_timeout;
+    if (idle) cfg.idle_timeout = *idle;
     const auto* entries = flags.listeners ? &*flags.listeners
                           : f.listeners   ? &*f.listeners
                                           : nullptr;

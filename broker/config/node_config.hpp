@@ -54,6 +54,9 @@ struct node_config {
     bool auto_create_queues = true;
     uint32_t max_connections = 10000;  // 0 = unlimited
     uint64_t max_message_size = 16 * 1024 * 1024; // bytes, advertised on attach
+    // The top-level idle-timeout: listeners that set none of their own get
+    // it, and so do the connections this node opens to other nodes (0 = none).
+    std::chrono::milliseconds idle_timeout{60000};
     uint32_t credit_window = 1000;     // producer link credit; refilled at half
     uint64_t producer_credit_budget = 20000; // shared by all producer links (0 = none)
     uint64_t connection_credit_budget = 2000; // shared by one connection's producer links, in turns (0 = none)

@@ -256,6 +256,7 @@ void amqp_connection::end_batch() {
         engine_.post_reusing(commands_);
     }
     if (pool_.waiting() != 0 || pool_line_.load(std::memory_order_relaxed)) serve_credit_line();
+    send_credit_records();
     outbox_->release_wakes();
     relay_out_.flush();
 }

@@ -128,7 +128,11 @@ class amqp_connection final : public connection_base {
         // messages in one delivery (0: one each), and what each unsettled
         // batch still waits for.
         uint32_t batch = 0;
-        uint64_t batch_extra = 0;     // messages received beyond one a delivery: credit Proton did not count
+        // Its credit in messages (sent as control records, not as Proton's
+        // credit, which counts deliveries): received so far, and the limit
+        // granted, both over the link's life.
+        uint64_t batch_in = 0;
+        uint64_t batch_limit = 0;
         struct batch_outcome {
             uint32_t left = 0;        // messages without an outcome yet
             std::vector<relay::failure> failures;
@@ -162,6 +166,7 @@ class amqp_connection final : public connection_base {
         std::string forwarded_from;   // another node handing messages over (its id)
         bool management = false;      // a producer to $management: requests, not messages
         bool controls = false;        // a producer from a peer's relay to $wharf.relay-acks
+        bool credits = false;         // a consumer: a peer's relay taking its producers' credit from $wharf.relay-credit
         // A peer's relay taking a consumer's messages in batches (see
         // relay_batch.hpp): its number for the link, and the delivery being
         // filled (nullptr: none) with how much it holds.
@@ -220,6 +225,8 @@ class amqp_connection final : public connection_base {
     void outcome_in_batch(link_ctx& lc, pn_delivery_t* d, uint32_t index, const error* failed);
     void on_controls(link_ctx& lc, pn_delivery_t* d);
     void settle_controls();
+    void top_up_batch_credit(link_ctx& lc);
+    void send_credit_records();
     void batch_deliver(link_ctx& lc, engine::ev_deliver& ev);
     void batch_drained(link_ctx& lc);
     void open_out_batch(link_ctx& lc);
@@ -330,6 +337,10 @@ class amqp_connection final : public connection_base {
     std::unordered_map<uint64_t, std::pair<engine::link_id, std::string>> anon_routes_;
     // a peer's relay: its numbers for the consumer links it takes in batches
     std::unordered_map<uint64_t, engine::link_id> relay_links_;
+    // a peer's relay: the link its batch producers' credit goes on (0: none
+    // yet), and the control records for it that wait for the batch's end
+    engine::link_id credits_link_ = 0;
+    std::string credits_out_;
     std::string scratch_;
     credit_pool pool_;
     credit_budget::share pool_member_;         // counts this connection among the node's pools while it has pooled links

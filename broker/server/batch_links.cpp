@@ -14,8 +14,12 @@ void amqp_connection::on_batch(link_ctx& lc, pn_delivery_t* d) {
     pn_link_t* l = lc.link;
     if (l == nullptr || !pn_delivery_readable(d)) return;
     if (pn_delivery_aborted(d)) {
+        // It spent a delivery of Proton's credit (the settle advances the
+        // link) and no message: the top-up gives the delivery back.
         lc.partial.clear();
+        lc.oversize = false;
         pn_delivery_settle(d);
+        top_up_credit(lc);
         return;
     }
     // A batch may span frames: gather it whole. A relay stops filling a
@@ -42,6 +46,7 @@ void amqp_connection::on_batch(link_ctx& lc, pn_delivery_t* d) {
     lc.oversize = false;
     std::vector<relay::record> records;
     if (too_big || !relay::parse_batch(bytes, records)) {
+        ++lc.batch_in; // (a relay sends a message this large alone; a malformed batch: one)
         if (presettled) pn_delivery_settle(d);
         else if (too_big)
             // (A relay puts a message this large in a batch of its own.)
@@ -52,7 +57,7 @@ void amqp_connection::on_batch(link_ctx& lc, pn_delivery_t* d) {
         top_up_credit(lc);
         return;
     }
-    lc.batch_extra += records.size() - 1;
+    lc.batch_in += records.size();
     // Each message as if it came alone; the batch is answered once, when
     // the last one has its outcome.
     if (!presettled) lc.batches[d].left = static_cast<uint32_t>(records.size());
@@ -72,6 +77,39 @@ void amqp_connection::on_batch(link_ctx& lc, pn_delivery_t* d) {
     }
     if (presettled) pn_delivery_settle(d);
     top_up_credit(lc);
+}
+
+// A relay's batch producer: its credit in messages goes as a control record
+// (send_credit_records), refilled at three quarters of the window (two
+// hops to go round: more of it is on its way at any time). Proton's credit
+// counts deliveries: at least one for each message the relay may still
+// send, so it never holds up a batch, and never more than the window.
+void amqp_connection::top_up_batch_credit(link_ctx& lc) {
+    const auto credit = static_cast<int64_t>(lc.batch_limit - lc.batch_in); // < 0 if the relay sent too much
+    if (!lc.blocked) {
+        const int64_t window = producer_window();
+        if (const int64_t add = refill(credit, window, window * 3 / 4); add > 0) {
+            lc.batch_limit += static_cast<uint64_t>(add);
+            relay::append_control(credits_out_, {relay::control::credit, lc.relay_link, lc.batch_limit, 0});
+        }
+    }
+    const int64_t deliveries = static_cast<int64_t>(lc.batch_limit - lc.batch_in) - pn_link_credit(lc.link);
+    if (deliveries > 0) pn_link_flow(lc.link, static_cast<int>(deliveries));
+}
+
+// The credit records the batch gathered, to the relay as one pre-settled
+// delivery (Proton holds it until the relay's credit for the link allows).
+void amqp_connection::send_credit_records() {
+    if (credits_out_.empty()) return;
+    link_ctx* lc = find(credits_link_);
+    if (lc != nullptr && !lc->closed && lc->link != nullptr) {
+        const uint64_t tag = lc->next_tag++;
+        pn_delivery_t* d = pn_delivery(lc->link, pn_dtag(reinterpret_cast<const char*>(&tag), sizeof tag));
+        pn_link_send(lc->link, credits_out_.data(), credits_out_.size());
+        pn_link_advance(lc->link);
+        pn_delivery_settle(d);
+    }
+    credits_out_.clear();
 }
 
 void amqp_connection::outcome_in_batch(link_ctx& lc, pn_delivery_t* d, uint32_t index, const error* failed) {

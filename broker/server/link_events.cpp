@@ -46,6 +46,18 @@ void amqp_connection::on_link_open(pn_link_t* l) {
         c.out = outbox_;
         lc->address = c.address;
         lc->relay_link = relay::relay_link(l);
+        if (c.address == relay::credit_address) {
+            // A peer's relay taking its producers' credit (batch_links.cpp):
+            // no queue behind this link.
+            lc->credits = true;
+            lc->attached = true;
+            pn_link_set_snd_settle_mode(l, PN_SND_SETTLED);
+            pn_link_open(l);
+            credits_link_ = lc->id;
+            const engine::link_id id = lc->id;
+            links_.emplace(id, std::move(lc));
+            return;
+        }
         if (!c.dynamic && !c.address.empty() && !settings_.resolvers.empty()) {
             lc->pending_attach = std::move(c);
             link_ctx& ref = *lc;
@@ -75,6 +87,7 @@ void amqp_connection::on_link_open(pn_link_t* l) {
             return;
         }
         lc->address = c.address;
+        lc->relay_link = relay::relay_link(l);
         const bool controls = c.address == relay::acks_address;
         if ((c.address == "$management" && settings_.management != nullptr) || controls) {
             // Requests to the management node, or a peer's relay answering
@@ -182,11 +195,15 @@ void amqp_connection::handle(engine::ev_attached& ev) {
     }
     if (lc->consumer && pn_terminus_is_dynamic(pn_link_source(l)))
         pn_terminus_set_address(pn_link_source(l), ev.address.c_str());
-    // A peer's relay offering batches, to or from a queue here: take them.
-    if (lc->consumer ? lc->relay_link != 0 : !lc->anonymous)
+    // A peer's relay offering batches, to or from a queue here: take them (a
+    // producer's only with its credit as control records, on the relay's
+    // link for them; see relay_batch.hpp).
+    const link_ctx* credits = find(credits_link_);
+    const bool records = credits != nullptr && !credits->closed && lc->relay_link != 0 && relay::credit_records(l);
+    if (lc->consumer ? lc->relay_link != 0 : !lc->anonymous && records)
         if (const uint32_t n = relay::batch_size(l); n != 0) {
             lc->batch = std::min(n, relay::max_batch);
-            relay::offer_batch(l, lc->batch);
+            relay::offer_batch(l, lc->batch, 0, !lc->consumer);
             if (lc->consumer) relay_links_[lc->relay_link] = lc->id;
         }
     pn_link_open(l);
@@ -202,7 +219,7 @@ void amqp_connection::handle(engine::ev_attached& ev) {
 
 void amqp_connection::on_link_flow(pn_link_t* l) {
     link_ctx* lc = ctx_of(l);
-    if (lc == nullptr || !lc->consumer || lc->closed || lc->pending_attach) return;
+    if (lc == nullptr || !lc->consumer || lc->closed || lc->pending_attach || lc->credits) return;
     if (lc->relayed) return relay_flow(*lc);
     if (lc->batch != 0) return; // the relay's credit comes as control records
     send_held(*lc);
@@ -255,7 +272,9 @@ void amqp_connection::forget_link(pn_link_t* l) {
     pn_link_set_context(l, nullptr);
     if (!lc->closed) detach_link(*lc);
     flush_link(*lc);
-    if (lc->relay_link != 0) relay_links_.erase(lc->relay_link);
+    if (auto it = relay_links_.find(lc->relay_link); it != relay_links_.end() && it->second == lc->id)
+        relay_links_.erase(it);
+    if (credits_link_ == lc->id) credits_link_ = 0;
     links_.erase(lc->id);
 }
 
@@ -274,9 +293,12 @@ void amqp_connection::on_incoming(link_ctx& lc, pn_delivery_t* d) {
     pn_link_t* l = lc.link;
     if (l == nullptr || !pn_delivery_readable(d)) return;
     if (pn_delivery_aborted(d)) {
+        // It spent a credit (the settle advances the link) and brought no
+        // message: the top-up gives it back.
         lc.partial.clear();
         lc.oversize = false;
         pn_delivery_settle(d);
+        top_up_credit(lc);
         return;
     }
     const uint64_t max = settings_.max_message_size;

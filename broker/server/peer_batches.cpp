@@ -27,8 +27,9 @@ void peer_connection::send_batches(twin& t) {
     size_t next = 0;
     std::string bytes;
     for (;;) {
-        const int64_t allowed =
-            static_cast<int64_t>(t.batches) + pn_link_credit(l) - static_cast<int64_t>(t.transfers);
+        const int64_t allowed = t.credit_records ? static_cast<int64_t>(t.limit - t.transfers)
+                                                 : static_cast<int64_t>(t.batches) + pn_link_credit(l) -
+                                                       static_cast<int64_t>(t.transfers);
         if (next == t.pending.size() || allowed <= 0) break;
         const auto most = static_cast<size_t>(std::min<int64_t>(allowed, t.batch));
         bytes.clear();
@@ -91,6 +92,73 @@ void peer_connection::on_batch_outcome(twin& t, pn_delivery_t* d) {
         pn_delivery_settle(d);
         t.batch_ids.erase(it);
     }
+}
+
+// The owner's limit for a producer's twin (messages over the link's life)
+// to the client's side, when it changed: from its credit records, or
+// (without them: one message a delivery) deliveries so far + Proton's credit.
+void peer_connection::tell_limit(twin& t) {
+    if (!t.opened) return;
+    uint64_t limit = t.limit;
+    if (!t.credit_records) {
+        const auto credit = static_cast<uint64_t>(std::max(0, pn_link_credit(t.link)));
+        limit = (t.batch != 0 ? t.batches : t.transfers) + credit;
+    }
+    if (limit == t.told_limit) return;
+    t.told_limit = limit;
+    relay::message m;
+    m.what = kind::flow;
+    m.limit = limit;
+    tell(t, std::move(m));
+}
+
+void peer_connection::open_credits() {
+    if (credits_ != nullptr || credits_refused_) return;
+    credits_ = pn_receiver(session_for_link(), "wharf-relay-credit");
+    const std::string address(relay::credit_address);
+    pn_terminus_set_address(pn_link_source(credits_), address.c_str());
+    pn_link_set_context(credits_, &credits_ctx);
+    pn_link_open(credits_);
+    pn_link_flow(credits_, relay::batch_link_deliveries);
+}
+
+// The owner's credit records for batch producers.
+void peer_connection::on_credit_records(pn_delivery_t* d) {
+    std::string bytes;
+    if (!take_whole(d, bytes)) return;
+    pn_delivery_settle(d);
+    if (const int credit = pn_link_credit(credits_); credit < relay::batch_link_deliveries / 2)
+        pn_link_flow(credits_, relay::batch_link_deliveries - credit);
+    std::vector<relay::control> records;
+    if (!relay::parse_controls(bytes, records)) {
+        spdlog::warn("node {} sent malformed credit records", peer_node_);
+        return end_all("node " + peer_node_ + " sent malformed credit records");
+    }
+    for (const relay::control& c : records) {
+        twin* t = find(c.link);
+        if (t == nullptr || !t->client_sends || c.what != relay::control::credit || c.value <= t->limit) continue;
+        t->limit = c.value; // (kept if it comes before the attach's answer)
+        if (!t->credit_records) continue;
+        send_batches(*t);
+        tell_limit(*t);
+    }
+}
+
+// The owner ended the credit link: refused it (it is from before credit
+// records; its twins count credit the old way), or closed it, and the batch
+// producers that took their credit from it cannot go on.
+void peer_connection::on_credits_ended(pn_link_t* l) {
+    const relay::condition c = relay::capture(pn_link_remote_condition(l));
+    pn_link_set_context(l, nullptr);
+    if (!(pn_link_state(l) & PN_LOCAL_CLOSED)) pn_link_close(l);
+    free_link(l);
+    credits_ = nullptr;
+    credits_refused_ = true;
+    bool in_use = false;
+    for (const auto& [id, t] : twins_) in_use = in_use || t->credit_records;
+    if (!in_use) return;
+    spdlog::warn("node {} ended the relay's credit link: {} {}", peer_node_, c.name, c.description);
+    end_all("node " + peer_node_ + " ended the relay's credit link" + (c.set() ? ": " + c.description : ""));
 }
 
 // ---- the consumer direction ----

@@ -88,6 +88,10 @@ void peer_connection::on_event(pn_event_t* e) {
             }
             break;
         }
+        if (ctx == &credits_ctx) {
+            if (remote_end) on_credits_ended(l);
+            break;
+        }
         if (ctx == &controls_ctx) {
             if (remote_end) { // the owner will not take controls: its batch consumers cannot go on
                 const relay::condition c = relay::capture(pn_link_remote_condition(l));
@@ -110,6 +114,7 @@ void peer_connection::on_event(pn_event_t* e) {
         pn_delivery_t* d = pn_event_delivery(e);
         void* ctx = pn_link_get_context(pn_delivery_link(d));
         if (ctx == &controls_ctx) on_control_settled(d);
+        else if (ctx == &credits_ctx) on_credit_records(d);
         else if (ctx != nullptr && ctx != &ended_here) on_delivery(*static_cast<twin*>(ctx), d);
         break;
     }
@@ -226,6 +231,10 @@ void peer_connection::handle(relay::message& m) {
 
 void peer_connection::detach_twin(twin& t, const relay::message& m) {
     pn_link_t* l = t.link;
+    // What the client sent before it detached and waits here for the
+    // batch's end goes first (it had the owner's credit for all of it);
+    // Proton writes a sender's detach only after its deliveries.
+    if (t.client_sends && !t.pending.empty()) send_batches(t);
     if (m.cond()) relay::apply(*m.cond(), pn_link_condition(l));
     pn_link_set_context(l, &ended_here); // freed when the owner answers
     if (m.closed) pn_link_close(l);
@@ -236,6 +245,8 @@ void peer_connection::detach_twin(twin& t, const relay::message& m) {
 void peer_connection::attach(relay::message& m) {
     if (!m.more) return;
     const relay::details& a = *m.more;
+    const bool producer_batches = a.client_sends && !a.target.address.empty();
+    if (producer_batches) open_credits(); // attached before the twin: the owner has it when it answers
     auto t = std::make_unique<twin>();
     t->relay = m.relay;
     t->reply = a.reply;
@@ -247,7 +258,7 @@ void peer_connection::attach(relay::message& m) {
     relay::apply(a.target, pn_link_target(l));
     pn_link_set_snd_settle_mode(l, static_cast<pn_snd_settle_mode_t>(a.snd_settle_mode));
     pn_link_set_rcv_settle_mode(l, static_cast<pn_rcv_settle_mode_t>(a.rcv_settle_mode));
-    if (a.client_sends && !a.target.address.empty()) relay::offer_batch(l, relay::max_batch);
+    if (producer_batches) relay::offer_batch(l, relay::max_batch, m.relay, credits_ != nullptr);
     if (!a.client_sends && !a.source.address.empty() && !a.source.dynamic)
         relay::offer_batch(l, relay::max_batch, m.relay);
     t->link = l;
@@ -282,6 +293,12 @@ void peer_connection::on_remote_open(twin& t) {
     relay::message m;
     m.what = kind::attached;
     t.batch = std::min(relay::batch_size(t.link), relay::max_batch);
+    if (t.batch != 0 && t.client_sends) {
+        // An owner from before credit records counts messages in Proton's
+        // credit: one message a delivery keeps the two the same.
+        t.credit_records = relay::credit_records(t.link);
+        if (!t.credit_records) t.batch = 1;
+    }
     if (t.batch != 0 && !t.client_sends) {
         // Batches from the owner: Proton's credit paces deliveries only.
         if (controls_ == nullptr) {
@@ -297,6 +314,7 @@ void peer_connection::on_remote_open(twin& t) {
     m.x().target = relay::capture(pn_link_remote_target(t.link));
     t.opened = true;
     tell(t, std::move(m));
+    if (t.credit_records) tell_limit(t); // credit records that came first
 }
 
 void peer_connection::on_remote_close(twin& t, bool closed) {
@@ -320,17 +338,7 @@ void peer_connection::on_flow(twin& t) {
         // Proton reports a flow after each transfer too, with the limit unchanged.
         if (t.batch != 0) send_batches(t); // what waited for credit goes now
         if (pn_link_get_drain(l)) pn_link_drained(l);
-        // The owner's absolute limit: deliveries so far + credit. A batch
-        // spends one credit for each of its messages (see relay_batch.hpp),
-        // so it is a limit in messages either way.
-        const auto credit = static_cast<uint64_t>(std::max(0, pn_link_credit(l)));
-        const uint64_t limit = (t.batch != 0 ? t.batches : t.transfers) + credit;
-        if (limit == t.told_limit) return;
-        t.told_limit = limit;
-        relay::message m;
-        m.what = kind::flow;
-        m.limit = limit;
-        tell(t, std::move(m));
+        tell_limit(t);
     } else if (t.drain_asked && pn_link_credit(l) == 0) {
         t.drain_asked = false;
         relay::message m;

@@ -58,6 +58,11 @@ class peer_connection final : public connection_base {
         // Client receives, in batches: the most messages in one delivery
         // the owner said it puts (0: one each).
         uint32_t batch = 0;
+        // client sends, in batches: the owner sends its credit as control
+        // records (see relay_batch.hpp), and the limit they gave (messages
+        // over the link's life).
+        bool credit_records = false;
+        uint64_t limit = 0;
         bool queued = false;          // listed in to_send_
         std::vector<relay::message> pending;
         uint64_t batches = 0;         // deliveries sent (transfers counts messages)
@@ -72,6 +77,12 @@ class peer_connection final : public connection_base {
     void on_delivery(twin& t, pn_delivery_t* d);
     void send_batches(twin& t);
     void on_batch_outcome(twin& t, pn_delivery_t* d);
+    // A producer's credit: the owner's limit to its client's side, and the
+    // link on which the owner sends it for batch producers.
+    void tell_limit(twin& t);
+    void open_credits();
+    void on_credit_records(pn_delivery_t* d);
+    void on_credits_ended(pn_link_t* l);
     // The consumer direction (see relay_batch.hpp): batches from the owner,
     // and control records (credit, outcomes) to it on one link.
     void on_consumer_batch(twin& t, pn_delivery_t* d);
@@ -115,6 +126,11 @@ class peer_connection final : public connection_base {
     std::string controls_out_;
     uint64_t controls_sent_ = 0, controls_settled_ = 0;
     std::vector<std::pair<uint64_t, relay::message>> held_detaches_;
+    // Batch producers' credit from the owner (opened with the first one);
+    // refused: the owner is from before credit records, do not ask again.
+    static inline char credits_ctx = 0;
+    pn_link_t* credits_ = nullptr;
+    bool credits_refused_ = false;
     std::atomic<bool> shutdown_requested_{false};
     bool finished_ = false;
 };

@@ -12,9 +12,8 @@ namespace wharf::server {
 void amqp_connection::top_up_credit(link_ctx& lc) {
     if (lc.relayed) return relay_credit(lc); // its turn in the pool's line came
     if (lc.closed || !lc.attached || lc.link == nullptr) return;
-    // In messages: a batch spends a credit for each of its messages (see
-    // relay_batch.hpp), though Proton counts it as one delivery.
-    const int64_t credit = int64_t{pn_link_credit(lc.link)} - static_cast<int64_t>(lc.batch_extra);
+    if (lc.batch != 0) return top_up_batch_credit(lc); // a relay's batches (batch_links.cpp)
+    const int64_t credit = pn_link_credit(lc.link);
     // What it used goes back to the connection's pool (blocked or not).
     if (lc.pool.joined) {
         size_pool();
@@ -23,9 +22,7 @@ void amqp_connection::top_up_credit(link_ctx& lc) {
     if (lc.blocked) return;
     int64_t window = producer_window();
     if (lc.pool.joined) window = pool_.window(window); // at most its even part
-    // Refilled at half the window; a relay's link (two hops to go round)
-    // at three quarters, so more of the window is on its way at any time.
-    int64_t add = refill(credit, window, lc.batch != 0 ? window * 3 / 4 : window / 2);
+    int64_t add = refill(credit, window, window / 2); // refilled at half the window
     if (lc.pool.joined) add = pool_.grant(lc.pool, lc.id, add, pool_turn_ == lc.id);
     if (add > 0) pn_link_flow(lc.link, static_cast<int>(add));
 }

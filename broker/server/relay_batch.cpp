@@ -57,7 +57,9 @@ uint32_t batch_size(pn_link_t* l) {
 
 uint64_t relay_link(pn_link_t* l) { return number(remote_link_property(l, relay_link_property)); }
 
-void offer_batch(pn_link_t* l, uint32_t n, uint64_t link) {
+bool credit_records(pn_link_t* l) { return remote_link_property(l, credit_property) == credit_records_value; }
+
+void offer_batch(pn_link_t* l, uint32_t n, uint64_t link, bool credit_records) {
     const std::string v = std::to_string(n);
     const std::string id = std::to_string(link);
     pn_data_t* d = pn_link_properties(l);
@@ -69,6 +71,10 @@ void offer_batch(pn_link_t* l, uint32_t n, uint64_t link) {
     if (link != 0) {
         pn_data_put_symbol(d, bytes_of(relay_link_property));
         pn_data_put_string(d, bytes_of(id));
+    }
+    if (credit_records) {
+        pn_data_put_symbol(d, bytes_of(credit_property));
+        pn_data_put_string(d, bytes_of(credit_records_value));
     }
     pn_data_exit(d);
 }

@@ -18,12 +18,24 @@
 //   "wharf:batch-failures", whose info map holds "failures": a list of
 //   [uint index, symbol condition, string description], one for each message
 //   it refused (every other message of the batch was accepted).
-// - Credit still counts messages: a batch of n spends n credits, though
-//   Proton counts one delivery. Both ends know it: the owner takes the
-//   n - 1 Proton did not count off the credit it sees, and the relay sends
-//   no more messages than (deliveries so far + credit), the owner's
-//   absolute limit. So the client sees the owner's credit, as without
-//   batches.
+// - Credit counts messages, and travels apart from Proton's: the relay's
+//   attach also names the link ("wharf:relay-link" = its number) and offers
+//   "wharf:relay-credit" = "records", after opening one receiver link per
+//   peer connection from the owner's node address "$wharf.relay-credit".
+//   An owner that takes batches answers with both properties and sends the
+//   link's credit on that link as control records (the consumer
+//   direction's format, below: kind credit, the relay's link number, the
+//   limit in messages over the link's life), pre-settled, several to a
+//   delivery. Proton's credit on the batch link counts deliveries only: the
+//   owner keeps it at least the messages the relay may still send, so it
+//   never exceeds the owner's window. (Counting messages in Proton's credit
+//   instead, as before, made the owner advertise its window plus every
+//   message beyond one a delivery the link ever carried: Proton's int
+//   credit overflowed after about 2^31 messages and the producer stalled.)
+//   An owner that answers the batch property without "wharf:relay-credit"
+//   (from before records) gets one message a delivery, so that its Proton
+//   credit still counts messages exactly. So the client sees the owner's
+//   credit, as without batches.
 //
 // The other way, a relayed consumer's messages (owner -> relay):
 // - Agreed per link the same way: the twin (a receiver) offers
@@ -76,11 +88,19 @@ bool parse_batch(std::string_view in, std::vector<record>& out);
 
 // The N the peer's attach offered or answered (0: none, or not a number).
 uint32_t batch_size(pn_link_t* l);
-// Puts the property into this side's attach (before pn_link_open); a
-// consumer's twin names itself too (`link`, nonzero).
-void offer_batch(pn_link_t* l, uint32_t n, uint64_t link = 0);
-// The relay's number for a consumer's twin (0: none).
+// Puts the property into this side's attach (before pn_link_open); a twin
+// names itself too (`link`, nonzero), and a producer's offers (or its owner
+// answers) credit as control records.
+void offer_batch(pn_link_t* l, uint32_t n, uint64_t link = 0, bool credit_records = false);
+// The relay's number for a twin (0: none).
 uint64_t relay_link(pn_link_t* l);
+// Whether the peer's attach offered or answered credit as control records.
+bool credit_records(pn_link_t* l);
+
+// ---- a relayed producer's credit ----
+inline constexpr std::string_view credit_property = "wharf:relay-credit";
+inline constexpr std::string_view credit_records_value = "records";
+inline constexpr std::string_view credit_address = "$wharf.relay-credit";
 
 // ---- the consumer direction ----
 inline constexpr std::string_view relay_link_property = "wharf:relay-link";

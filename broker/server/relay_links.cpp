@@ -100,7 +100,11 @@ void amqp_connection::relay_incoming(link_ctx& lc, pn_delivery_t* d) {
     pn_link_t* l = lc.link;
     if (l == nullptr || !pn_delivery_readable(d) || pn_delivery_partial(d)) return; // Proton gathers the frames
     if (pn_delivery_aborted(d)) {
+        // The client spent a credit on it (the settle advances the link)
+        // and nothing goes to the owner, whose limit counts only what
+        // relay_in counts: the client gets the credit back within that limit.
         pn_delivery_settle(d);
+        relay_credit(lc);
         return;
     }
     relay::message m;

@@ -295,7 +295,13 @@ std::shared_ptr<relay::mailbox> server::connect_peer(const std::string& node, co
     }
     const std::string addr = host + ":" + std::to_string(port);
     spdlog::info("{}: relay: connecting to node {} at {}", cfg_.node_id, node, addr);
-    pn_proactor_connect2(proactor_, pc, nullptr, addr.c_str());
+    // The node's idle-timeout, as its listeners apply it to clients: an owner
+    // that falls silent (frozen, or cut off without a reset) ends the
+    // connection with amqp:resource-limit-exceeded, and its relayed links are
+    // detached as when it drops (peer_connection, PN_TRANSPORT_CLOSED).
+    pn_transport_t* t = pn_transport();
+    pn_transport_set_idle_timeout(t, static_cast<pn_millis_t>(cfg_.idle_timeout.count()));
+    pn_proactor_connect2(proactor_, pc, t, addr.c_str());
     return inbox;
 }
 

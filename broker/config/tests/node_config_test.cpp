@@ -44,6 +44,7 @@ TEST_F(node_config_test, no_arguments_gives_the_documented_defaults) {
     EXPECT_EQ(cfg.listeners[0].port, 5672);
     EXPECT_EQ(cfg.listeners[0].max_frame_size, 65536u);
     EXPECT_EQ(cfg.listeners[0].idle_timeout, 60s);
+    EXPECT_EQ(cfg.idle_timeout, 60s); // connections to other nodes
     EXPECT_EQ(cfg.data_dir, "./wharf-data");
     EXPECT_EQ(cfg.log_level, "info");
     EXPECT_EQ(cfg.threads, default_threads(std::thread::hardware_concurrency()));
@@ -188,6 +189,7 @@ TEST_F(node_config_test, every_key_from_the_file) {
     EXPECT_EQ(cfg.listeners[2].port, 5673);
     EXPECT_EQ(cfg.listeners[2].max_frame_size, 1024u);
     EXPECT_EQ(cfg.listeners[2].idle_timeout, 0ms);
+    EXPECT_EQ(cfg.idle_timeout, 2500ms); // the top-level one, not a listener's own
     EXPECT_EQ(cfg.listeners[3].host, "localhost");
     EXPECT_EQ(cfg.listeners[3].port, 5674);
 
@@ -258,6 +260,7 @@ TEST_F(node_config_test, flags_override_the_file) {
     EXPECT_EQ(cfg.listeners[0].port, 6000);
     EXPECT_EQ(cfg.listeners[0].max_frame_size, 600u);
     EXPECT_EQ(cfg.listeners[0].idle_timeout, 1s);
+    EXPECT_EQ(cfg.idle_timeout, 1s);
     EXPECT_EQ(cfg.data_dir, "d");
     EXPECT_EQ(cfg.log_level, "error");
     EXPECT_EQ(cfg.threads, 7u);

@@ -31,7 +31,11 @@ class component_test : public ::testing::Test {
         return *broker_;
     }
     static bool relay_mode();
+    // Two nodes in relay mode whatever the environment (see relay_pair.cpp);
+    // returns the front, where clients connect.
     wharfd_process& start_relay_pair(wharfd_options opts);
+    // The node that owns every queue in a relay pair (only after start_relay_pair).
+    wharfd_process& owner() { return *owner_; }
     // A connected client (wait_open() already succeeded, or the test failed).
     std::unique_ptr<test_client> connect(client_options opts = {}) {
         auto c = std::make_unique<test_client>(broker_->url(), opts);

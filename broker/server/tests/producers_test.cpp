@@ -255,5 +255,48 @@ TEST_F(producers, presettled_messages_arrive) {
     EXPECT_EQ(bodies(r.wait_messages(20)), expected_texts(0, 20));
 }
 
+// A pre-settled producer that sends and detaches at once: everything it
+// sent before the detach is stored (relayed: the relay sends what waits for
+// the owner before it passes the detach on).
+TEST_F(producers, presettled_messages_sent_right_before_a_detach_arrive) {
+    start_broker();
+    auto c = connect();
+    proton::sender_options so;
+    so.delivery_mode(proton::delivery_mode::AT_MOST_ONCE);
+    test_sender s = c->open_sender("presettled-then-detach", so);
+    ASSERT_TRUE(s.wait_open()) << s.wait_error();
+    ASSERT_TRUE(s.wait_credit_at_least(50)) << s.credit();
+    std::vector<proton::message> ms;
+    for (int i = 0; i < 50; ++i) ms.push_back(text_message("m" + std::to_string(i)));
+    s.send_and_close(ms);
+    ASSERT_TRUE(s.wait_closed());
+    test_receiver r = c->open_receiver("presettled-then-detach", receiver_credit(100));
+    EXPECT_EQ(bodies(r.wait_messages(50)), expected_texts(0, 50));
+}
+
+// A producer that aborts a message it has begun (a transfer with
+// aborted=true, AMQP 1.0 §2.6.14) spent a credit and the node stored
+// nothing: the node gives the credit back, or with a window of one the
+// link would starve for good.
+TEST_F(producers, an_aborted_message_gives_its_credit_back) {
+    start_broker({.args = {"--credit-window", "1", "--max-frame-size", "4096"}});
+    auto c = connect();
+    test_sender s = c->open_sender("aborts");
+    ASSERT_TRUE(s.wait_open()) << s.wait_error();
+    ASSERT_TRUE(s.wait_credit_at_least(1));
+    ASSERT_TRUE(s.begin_unfinished(std::string(10000, 'x'))); // three frames, and more to come
+    sync_with_broker(*c);                                      // the node has its frames
+    ASSERT_TRUE(s.abort_unfinished());
+    EXPECT_TRUE(s.wait_credit_at_least(1)) << "no credit after an aborted message";
+    s.send(text_message("after the abort"));
+    s.send(text_message("and one more"));
+    auto outs = s.wait_outcomes(2);
+    ASSERT_EQ(outs.size(), 2u);
+    EXPECT_EQ(outs[0].kind, outcome_kind::accepted);
+    EXPECT_EQ(outs[1].kind, outcome_kind::accepted);
+    test_receiver r = c->open_receiver("aborts", receiver_credit(10));
+    EXPECT_EQ(bodies(r.wait_messages(2)), (std::vector<std::string>{"after the abort", "and one more"}));
+}
+
 } // namespace
 } // namespace wharf::server::test

@@ -81,6 +81,16 @@ class test_sender {
     // Queues a message; it goes out when there is credit. Returns its index.
     size_t send(const proton::message& m);
     size_t sent_count();                           // handed to Proton so far
+    // Sends these messages (as far as the credit goes) and closes the link
+    // in one go on the container thread: they leave in one write, the
+    // detach right behind them.
+    void send_and_close(const std::vector<proton::message>& ms);
+    // Begins a delivery of these bytes (not a message: raw) and leaves it
+    // unfinished, more to come; then aborts it (a transfer with
+    // aborted=true). False if the link is gone or the deadline passed.
+    // Nothing else may be sent on the link between the two.
+    bool begin_unfinished(const std::string& bytes);
+    bool abort_unfinished();
     outcome wait_outcome(size_t index);
     std::vector<outcome> wait_outcomes(size_t count); // the first `count` outcomes
     void close();

@@ -74,6 +74,7 @@ struct test_client::link_state {
     std::vector<proton::tracker> trackers; // container thread only
     std::vector<outcome> outcomes;         // one per sent message
     size_t queued = 0;
+    pn_delivery_t* unfinished = nullptr;   // container thread only: begin_unfinished()
     // receiver
     std::vector<received_message> messages;
     std::vector<proton::delivery> deliveries; // container thread only

@@ -73,6 +73,49 @@ size_t test_sender::sent_count() {
     std::lock_guard lock(c_->mu_);
     return c_->link(id_).outcomes.size();
 }
+void test_sender::send_and_close(const std::vector<proton::message>& ms) {
+    {
+        std::lock_guard lock(c_->mu_);
+        auto& l = c_->link(id_);
+        for (const auto& m : ms) {
+            ++l.queued;
+            l.pending.push_back(m);
+        }
+    }
+    c_->call([c = c_, id = id_] {
+        std::lock_guard lock(c->mu_);
+        auto& l = c->link(id);
+        c->handler_->pump(l);
+        if (l.sender && !l.closed) l.sender.close();
+    });
+}
+bool test_sender::begin_unfinished(const std::string& bytes) {
+    auto ok = std::make_shared<bool>(false);
+    const bool ran = c_->call([c = c_, id = id_, bytes, ok] {
+        std::lock_guard lock(c->mu_);
+        auto& l = c->link(id);
+        if (!l.sender || l.closed || l.unfinished != nullptr) return;
+        pn_link_t* pl = pn_of(l.sender);
+        l.unfinished = pn_delivery(pl, pn_dtag("unfinished", 10));
+        pn_link_send(pl, bytes.data(), bytes.size()); // not advanced: more would follow
+        *ok = true;
+    });
+    std::lock_guard lock(c_->mu_);
+    return ran && *ok;
+}
+bool test_sender::abort_unfinished() {
+    auto ok = std::make_shared<bool>(false);
+    const bool ran = c_->call([c = c_, id = id_, ok] {
+        std::lock_guard lock(c->mu_);
+        auto& l = c->link(id);
+        if (l.unfinished == nullptr) return;
+        pn_delivery_abort(l.unfinished);
+        l.unfinished = nullptr;
+        *ok = true;
+    });
+    std::lock_guard lock(c_->mu_);
+    return ran && *ok;
+}
 outcome test_sender::wait_outcome(size_t index) {
     c_->wait_until([&] {
         auto& l = c_->link(id_);

@@ -51,6 +51,9 @@ class wharfd_process {
     // Waits for the process to exit by itself. nullopt on time-out/signal.
     std::optional<int> wait_exit(std::chrono::milliseconds timeout);
     bool running() const { return pid_ > 0 && !exited_; }
+    // The child's process id (-1 if it did not start), e.g. to freeze it
+    // with SIGSTOP; a test that does so sends SIGCONT before it ends.
+    int pid() const { return pid_; }
     // A start the test gives up on (its port was taken): any exit is fine.
     void expect_any_exit() { opts_.on_stop = exit_check::ignore; }
 
