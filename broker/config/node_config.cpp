@@ -115,7 +115,7 @@ constexpr std::array<flag_doc, 18> flag_docs = {{
      "Default 65536"},
     {"idle-timeout", "SECONDS",
      "AMQP idle time-out (may be fractional; 0 = none) for listeners that set none of their "
-     "own, and for the connections this node opens to other nodes. Default 60"},
+     "own, and for the relay connections this node opens to other nodes. Default 60"},
     {"plugins", "NAME",
      "Load the plugin NAME (wharf-plugin-NAME.so); repeat for several. Also --plugin. "
      "Default none"},
