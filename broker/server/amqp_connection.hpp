@@ -188,6 +188,8 @@ class amqp_connection final : public connection_base {
             uint64_t relay = 0;
             std::shared_ptr<relay::mailbox> peer;
             relay::unsettled_map unsettled;
+            uint64_t sent = 0;  // messages relayed to it
+            uint64_t limit = 0; // what its owner takes in all (its flow: delivered + credit)
         };
         std::unordered_map<std::string, anon_twin> anon_twins; // by node id
         // anonymous relay: messages whose `to` the cluster is placing now
@@ -214,6 +216,7 @@ class amqp_connection final : public connection_base {
                          bool presettled);
     bool handle_anonymous(relay::message& m);
     void end_anon_twins(link_ctx& lc);
+    static uint64_t anon_waiting(const link_ctx& lc);
     void forget_link(pn_link_t* l);
     void on_incoming(link_ctx& lc, pn_delivery_t* d);
     // The checks a whole message gets and its fields for the engine; the

@@ -144,6 +144,7 @@ void amqp_connection::handle(connection_outbox::resolved& r) {
         for (auto& h : lc->anon_held) (h.m.to == r.anon_to ? ready : still).push_back(std::move(h));
         lc->anon_held.swap(still);
         for (auto& h : ready) dispatch_anonymous(*lc, h.d, std::move(h.m), false);
+        top_up_credit(*lc); // what waited for the placement no longer holds the producer back
         return;
     }
     if (lc == nullptr || lc->closed || lc->link == nullptr || !lc->pending_attach) return;

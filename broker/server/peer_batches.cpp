@@ -101,8 +101,12 @@ void peer_connection::tell_limit(twin& t) {
     if (!t.opened) return;
     uint64_t limit = t.limit;
     if (!t.credit_records) {
-        const auto credit = static_cast<uint64_t>(std::max(0, pn_link_credit(t.link)));
-        limit = (t.batch != 0 ? t.batches : t.transfers) + credit;
+        // What the owner granted in all: Proton's sender credit goes below
+        // zero by what waits here beyond it (an anonymous twin's messages
+        // are sent whether or not the owner has credit for them), so it is
+        // not clamped: the limit then says how far behind the owner is.
+        const int64_t sent = static_cast<int64_t>(t.batch != 0 ? t.batches : t.transfers);
+        limit = static_cast<uint64_t>(std::max<int64_t>(0, sent + pn_link_credit(t.link)));
     }
     if (limit == t.told_limit) return;
     t.told_limit = limit;

@@ -22,6 +22,12 @@ void amqp_connection::top_up_credit(link_ctx& lc) {
     if (lc.blocked) return;
     int64_t window = producer_window();
     if (lc.pool.joined) window = pool_.window(window); // at most its even part
+    // An anonymous producer with a window of messages waiting here (for the
+    // cluster to place their address, or for another node's credit: its
+    // queue is full under the block policy, or it is slow) waits as a
+    // whole, as it would for a full queue here: no more credit until they
+    // move on (the placement's answer and the owner's flow call this again).
+    if (lc.anonymous && anon_waiting(lc) >= static_cast<uint64_t>(std::max<int64_t>(window, 1))) return;
     int64_t add = refill(credit, window, window / 2); // refilled at half the window
     if (lc.pool.joined) add = pool_.grant(lc.pool, lc.id, add, pool_turn_ == lc.id);
     if (add > 0) pn_link_flow(lc.link, static_cast<int>(add));

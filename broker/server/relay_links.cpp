@@ -220,7 +220,10 @@ void amqp_connection::relay_anonymous(link_ctx& lc, pn_delivery_t* d, const plug
     m.bytes = std::move(bytes);
     m.settled = presettled || d == nullptr;
     const bool sent = twin.peer != nullptr;
-    if (sent) relay_out_.add(twin.peer, std::move(m));
+    if (sent) {
+        relay_out_.add(twin.peer, std::move(m));
+        ++twin.sent;
+    }
     if (!sent) {
         anon_routes_.erase(twin.relay);
         lc.anon_twins.erase(to.node_id);
@@ -253,11 +256,28 @@ bool amqp_connection::handle_anonymous(relay::message& m) {
         fail_unsettled(twin->second.unsettled);
         lc->anon_twins.erase(twin);
         anon_routes_.erase(route);
+        top_up_credit(*lc); // what waited for that owner waits no more
+        break;
+    case kind::flow:
+        // The producer's credit is this node's own window, but only while
+        // every owner takes what was relayed to it (see anon_waiting).
+        twin->second.limit = m.limit;
+        top_up_credit(*lc);
         break;
     default:
-        break; // attached, flow: the producer's credit is this node's own window
+        break; // attached
     }
     return true;
+}
+
+// An anonymous producer's messages that wait at this node: those whose
+// address the cluster is placing, and the most relayed to one owner beyond
+// what that owner has given credit for (they wait in the peer link).
+uint64_t amqp_connection::anon_waiting(const link_ctx& lc) {
+    uint64_t most = 0;
+    for (const auto& [node, twin] : lc.anon_twins)
+        most = std::max(most, twin.sent > twin.limit ? twin.sent - twin.limit : 0);
+    return lc.anon_held.size() + most;
 }
 
 void amqp_connection::end_anon_twins(link_ctx& lc) {

@@ -163,6 +163,45 @@ TEST_F(limits, full_queue_with_block_policy_stops_producer_credit_until_drained)
         EXPECT_EQ(outs[i].kind, outcome_kind::accepted) << "message " << i;
 }
 
+// An anonymous producer waits as a whole while the queue its messages go to
+// is full under the block policy; relayed (the queue on another node), the
+// relaying node must stop granting it credit too, not pile the messages up
+// in front of the owner.
+TEST_F(limits, anonymous_producer_waits_for_a_full_block_policy_queue) {
+    start_broker({.config_toml = "credit-window = 10\n"
+                                 "[[queue]]\nname = \"blocking-anon\"\nmax-depth-messages = 5\n"
+                                 "overflow-policy = \"block\"\n"});
+    auto c = connect();
+    test_sender s = c->open_anonymous_sender();
+    ASSERT_TRUE(s.wait_open()) << s.wait_error();
+    ASSERT_TRUE(s.wait_credit_at_least(1)) << "credit " << s.credit();
+    constexpr int total = 200;
+    for (int i = 0; i < total; ++i) s.send(text_message("m" + std::to_string(i), "blocking-anon"));
+    ASSERT_TRUE(eventually([&] { return s.credit() == 0 && s.sent_count() < total; }))
+        << "the producer was never blocked; sent " << s.sent_count();
+    sync_with_broker(*c);
+    test_sender probe = c->open_sender("blocking-anon-probe");
+    ASSERT_TRUE(probe.wait_open());
+    // Depth plus windows of 10 (credit-window): relayed, the owner's credit
+    // and its refill, what waits in the owner's engine for room, what may
+    // wait here for the owner, and the client's own credit (35 to 44 seen).
+    // Without a bound at the relaying node all 200 go out.
+    constexpr size_t bound = 5 + 5 * 10;
+    EXPECT_LE(s.sent_count(), bound) << "credit granted while the queue is full";
+
+    // A consumer drains the queue; the producer resumes, nothing is lost.
+    auto b = connect();
+    proton::receiver_options auto_accept;
+    auto_accept.credit_window(10).auto_accept(true);
+    test_receiver r = b->open_receiver("blocking-anon", auto_accept);
+    auto got = r.wait_messages(total);
+    EXPECT_EQ(bodies(got), expected_texts(0, total));
+    auto outs = s.wait_outcomes(total);
+    ASSERT_EQ(outs.size(), static_cast<size_t>(total));
+    for (size_t i = 0; i < outs.size(); ++i)
+        EXPECT_EQ(outs[i].kind, outcome_kind::accepted) << "message " << i;
+}
+
 TEST_F(limits, third_connection_over_max_connections_2_is_refused) {
     start_broker({.args = {"--max-connections", "2"}});
     auto c1 = connect();
