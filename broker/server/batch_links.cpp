@@ -45,15 +45,25 @@ void amqp_connection::on_batch(link_ctx& lc, pn_delivery_t* d) {
     const bool too_big = lc.oversize;
     lc.oversize = false;
     std::vector<relay::record> records;
-    if (too_big || !relay::parse_batch(bytes, records)) {
-        ++lc.batch_in; // (a relay sends a message this large alone; a malformed batch: one)
+    if (!too_big && !relay::parse_batch(bytes, records)) {
+        // Not a batch a relay made: how many messages it stood for, and so
+        // the credit both ends count, is lost. End the link (the relay ends
+        // its client's with this condition) rather than drift until the
+        // producer stalls.
         if (presettled) pn_delivery_settle(d);
-        else if (too_big)
-            // (A relay puts a message this large in a batch of its own.)
+        else reject_now(d, errc::decode_error, "relay batch is malformed");
+        detach_link(lc);
+        set_condition(pn_link_condition(l), errc::decode_error,
+                      "relay batch is malformed: the link's message count is lost");
+        pn_link_close(l);
+        return;
+    }
+    if (too_big) {
+        ++lc.batch_in; // a relay sends a message this large in a batch of its own
+        if (presettled) pn_delivery_settle(d);
+        else
             reject_now(d, errc::message_size_exceeded,
                        "message is larger than this link's max-message-size of " + std::to_string(max) + " bytes");
-        else
-            reject_now(d, errc::decode_error, "relay batch is malformed");
         top_up_credit(lc);
         return;
     }

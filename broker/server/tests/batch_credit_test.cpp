@@ -6,6 +6,9 @@
 #include "broker/server/tests/component_test.hpp"
 #include "broker/server/tests/raw_peer.hpp"
 
+#include <proton/condition.h>
+#include <proton/connection.h>
+
 #include <algorithm>
 
 namespace wharf::server::test {
@@ -92,6 +95,31 @@ TEST_F(batch_credit, the_owners_credit_for_a_relays_batches_stays_within_its_win
         << relay.settled(s) << " of " << deliveries << " batches answered " << relay.error();
     EXPECT_EQ(relay.accepted(s), deliveries);
     EXPECT_LE(relay.max_credit(s), 1000) << "the owner's Proton credit grew beyond its window";
+}
+
+// A delivery on a batch link that is not a batch (a relay's bug, or bytes
+// damaged on the way) loses how many messages it stood for, and so the
+// credit both ends count: the owner ends the link with amqp:decode-error
+// rather than let the counts drift until the producer stalls.
+TEST_F(batch_credit, a_malformed_batch_ends_the_link_with_decode_error) {
+    start_broker();
+    raw_peer relay(queue_owner().url());
+    relay.open_receiver("$wharf.relay-credit", 100);
+    pn_link_t* s = relay.open_sender("malformed", {{"wharf:relay-batch", "64"},
+                                                   {"wharf:relay-link", "9"},
+                                                   {"wharf:relay-credit", "records"}});
+    ASSERT_TRUE(relay.run_until([&] { return relay.remote_opened(s); })) << relay.error();
+    ASSERT_EQ(relay.remote_property(s, "wharf:relay-batch"), "64") << "the owner did not take batches";
+    std::string bad = batch_of("x", 1);
+    bad.resize(bad.size() - 1); // its one record claims a byte more than there is
+    relay.send(s, bad);
+    ASSERT_TRUE(relay.run_until([&] { return (pn_link_state(s) & PN_REMOTE_CLOSED) != 0; }))
+        << "the link stayed open " << relay.error();
+    pn_condition_t* c = pn_link_remote_condition(s);
+    EXPECT_STREQ(pn_condition_get_name(c), "amqp:decode-error");
+    EXPECT_NE(std::string(pn_condition_get_description(c)).find("malformed"), std::string::npos)
+        << pn_condition_get_description(c);
+    EXPECT_FALSE(relay.ended()) << "the connection stays up: " << relay.error();
 }
 
 } // namespace
