@@ -294,7 +294,9 @@ void queue_engine::dead_letter(queue& from, queue_entry&& e) {
     e.excluded.reset();
     e.expiry_ms = 0; // it has expired already, or must not expire from the DLQ unseen
     ++from.counters_for_update().dead_lettered;
-    e.persistent = e.durable && dlq->policy().durable && store_.writable();
+    // Stored even while the disk fails: the writer keeps what it could not
+    // write and writes it when it can, with the source's remove below.
+    e.persistent = e.durable && dlq->policy().durable;
     dlq->enqueue(std::move(e));
     if (dlq->last_entry().persistent) store_.on_enqueue(dlq->name(), dlq->last_entry());
     if (was_stored) store_.on_remove(from.name(), old_seq);

@@ -17,10 +17,11 @@
 // they land.
 //
 // What is kept grows, while the disk fails, only by what the store is told
-// then: the engine refuses durable messages while !writable() (and stores
-// no dead-lettered copy), and journal_store does not compact. What is left
-// are removes and delivery-count updates of stored messages, and the jobs
-// committed before the failure was seen.
+// then: the engine refuses durable messages while !writable(), and
+// journal_store does not compact. What is left are removes and
+// delivery-count updates of stored messages, the copies of messages
+// dead-lettered meanwhile, and the jobs committed before the failure was
+// seen.
 #include "broker/engine/message_store.hpp"
 
 #include <atomic>

@@ -73,6 +73,9 @@ inline result<queue_settings, error> settings_from_args(const entity& args, std:
         if (*d == queue)
             return fail(error{errc::invalid_field, "'deadLetterAddress' must name another queue: '" + *d +
                                                        "' would dead-letter into itself"});
+        if (d->size() > 65535) // engine::max_queue_name: the journal keeps a name's length in 16 bits
+            return fail(error{errc::invalid_field, "'deadLetterAddress' is " + std::to_string(d->size()) +
+                                                       " bytes long; a queue's name is at most 65535 bytes"});
         s.dead_letter_address = *d;
     }
     return s;
