@@ -16,7 +16,22 @@
 namespace wharf::server::test {
 namespace {
 
-class limits : public component_test {};
+class limits : public component_test {
+  protected:
+    // A consumer on `c` takes all `total` messages of `queue` ("m0".."m<total-1>",
+    // in order), and every one the producer `s` sent is accepted.
+    void drain_in_order_all_accepted(test_client& c, const std::string& queue, test_sender& s, int total) {
+        proton::receiver_options auto_accept;
+        auto_accept.credit_window(10).auto_accept(true);
+        test_receiver r = c.open_receiver(queue, auto_accept);
+        auto got = r.wait_messages(total);
+        EXPECT_EQ(bodies(got), expected_texts(0, total));
+        auto outs = s.wait_outcomes(total);
+        ASSERT_EQ(outs.size(), static_cast<size_t>(total));
+        for (size_t i = 0; i < outs.size(); ++i)
+            EXPECT_EQ(outs[i].kind, outcome_kind::accepted) << "message " << i;
+    }
+};
 
 proton::message sized_message(size_t body_bytes, const std::string& fill = "x") {
     proton::message m;
@@ -152,15 +167,7 @@ TEST_F(limits, full_queue_with_block_policy_stops_producer_credit_until_drained)
     browser.close();
 
     // A consumer drains the queue; the producer resumes and everything arrives in order.
-    proton::receiver_options auto_accept;
-    auto_accept.credit_window(10).auto_accept(true);
-    test_receiver r = b->open_receiver("blocking", auto_accept);
-    auto got = r.wait_messages(total);
-    EXPECT_EQ(bodies(got), expected_texts(0, total));
-    auto outs = s.wait_outcomes(total);
-    ASSERT_EQ(outs.size(), static_cast<size_t>(total));
-    for (size_t i = 0; i < outs.size(); ++i)
-        EXPECT_EQ(outs[i].kind, outcome_kind::accepted) << "message " << i;
+    drain_in_order_all_accepted(*b, "blocking", s, total);
 }
 
 // An anonymous producer waits as a whole while the queue its messages go to
@@ -191,15 +198,7 @@ TEST_F(limits, anonymous_producer_waits_for_a_full_block_policy_queue) {
 
     // A consumer drains the queue; the producer resumes, nothing is lost.
     auto b = connect();
-    proton::receiver_options auto_accept;
-    auto_accept.credit_window(10).auto_accept(true);
-    test_receiver r = b->open_receiver("blocking-anon", auto_accept);
-    auto got = r.wait_messages(total);
-    EXPECT_EQ(bodies(got), expected_texts(0, total));
-    auto outs = s.wait_outcomes(total);
-    ASSERT_EQ(outs.size(), static_cast<size_t>(total));
-    for (size_t i = 0; i < outs.size(); ++i)
-        EXPECT_EQ(outs[i].kind, outcome_kind::accepted) << "message " << i;
+    drain_in_order_all_accepted(*b, "blocking-anon", s, total);
 }
 
 TEST_F(limits, third_connection_over_max_connections_2_is_refused) {

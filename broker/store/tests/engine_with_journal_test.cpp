@@ -1,23 +1,21 @@
 // The queue engine on the real journal: "accepted" (ev_published) comes only
-// after the message is in a synced segment file, and answers keep their order.
+// after the message is in a synced segment file, answers keep their order,
+// and what the disk's failures do to outcomes and to what a restart finds.
 
 #include "broker/engine/queue_engine.hpp"
 #include "broker/store/journal_format.hpp"
 #include "broker/store/journal_store.hpp"
+#include "broker/store/tests/store_test_support.hpp"
 
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <functional>
-#include <thread>
-#include <csignal>
 #include <condition_variable>
-#include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <mutex>
 #include <sstream>
-#include <sys/resource.h>
-#include <unistd.h>
+#include <thread>
 
 namespace wharf::store {
 namespace {
@@ -60,91 +58,70 @@ class waiting_outbox final : public engine::outbox {
     std::condition_variable cv_;
 };
 
-TEST(engine_with_journal, accepted_only_once_the_message_is_on_disk) {
-    char tmpl[] = "/tmp/wharf-engine-journal-XXXXXX";
-    const std::string dir = ::mkdtemp(tmpl);
-    {
+// An engine on a journal in a fresh directory, with one producer (link 1)
+// on queue "q" whose events, like every link's, go to `out`.
+struct engine_on_journal {
+    explicit engine_on_journal(engine::engine_options eo = {}) {
+        out->dir = dir.path;
         recovery_report r;
-        auto store = journal_store::open({dir, "n1"}, r);
-        ASSERT_TRUE(store.has_value()) << store.error();
-        engine::engine_options eo;
-        engine::queue_engine engine(std::move(eo), *store.value());
-        auto out = std::make_shared<waiting_outbox>();
-        out->dir = dir;
-        engine.post(engine::cmd_attach_producer{1, "q", out});
-
-        engine::cmd_publish durable{1, {}};
-        engine::incoming_message m;
-        m.body = engine::message_ref::copy_of("durable-payload-1");
-        m.durable = true;
-        durable.messages.push_back(std::move(m));
-        engine.post(std::move(durable));
-
-        engine::cmd_publish transient{1, {}};
-        engine::incoming_message t;
-        t.body = engine::message_ref::copy_of("transient-payload-2");
-        transient.messages.push_back(std::move(t));
-        engine.post(std::move(transient));
-
-        ASSERT_TRUE(out->wait_published(2));
-        EXPECT_NE(out->on_disk_[0].find("durable-payload-1"), std::string::npos)
-            << "accepted before the message was written";
-        EXPECT_EQ(out->published_[0].count, 1u);
-        EXPECT_EQ(out->published_[1].count, 1u);
-        EXPECT_EQ(out->on_disk_[1].find("transient-payload-2"), std::string::npos)
-            << "a non-durable message was written";
+        auto opened = journal_store::open({dir.path, "n1"}, r);
+        EXPECT_TRUE(opened.has_value()) << (opened ? "" : opened.error());
+        if (!opened) return;
+        store = std::move(opened.value());
+        engine = std::make_unique<engine::queue_engine>(std::move(eo), *store);
+        engine->post(engine::cmd_attach_producer{1, "q", out});
     }
-    std::system(("rm -rf '" + dir + "'").c_str());
+    ~engine_on_journal() { engine.reset(); } // before the store it writes to
+    static engine::incoming_message message(const std::string& body, bool durable) {
+        engine::incoming_message m;
+        m.body = engine::message_ref::copy_of(body);
+        m.durable = durable;
+        return m;
+    }
+    void publish(std::vector<engine::incoming_message> ms) {
+        engine->post(engine::cmd_publish{1, std::move(ms)});
+    }
+
+    test::temp_dir dir;
+    std::shared_ptr<waiting_outbox> out = std::make_shared<waiting_outbox>();
+    std::unique_ptr<journal_store> store;
+    std::unique_ptr<engine::queue_engine> engine;
+};
+
+TEST(engine_with_journal, accepted_only_once_the_message_is_on_disk) {
+    engine_on_journal f;
+    ASSERT_TRUE(f.engine);
+    f.publish({engine_on_journal::message("durable-payload-1", true)});
+    f.publish({engine_on_journal::message("transient-payload-2", false)});
+    ASSERT_TRUE(f.out->wait_published(2));
+    EXPECT_NE(f.out->on_disk_[0].find("durable-payload-1"), std::string::npos)
+        << "accepted before the message was written";
+    EXPECT_EQ(f.out->published_[0].count, 1u);
+    EXPECT_EQ(f.out->published_[1].count, 1u);
+    EXPECT_EQ(f.out->on_disk_[1].find("transient-payload-2"), std::string::npos)
+        << "a non-durable message was written";
 }
 
 // A sync that fails refuses the durable messages it was to cover, and only
 // those: a non-durable message in the same batch is queued and stays
 // accepted (refusing it would make the producer send it twice).
 TEST(engine_with_journal, a_failed_sync_refuses_only_the_durable_messages) {
-    char tmpl[] = "/tmp/wharf-engine-journal-XXXXXX";
-    const std::string dir = ::mkdtemp(tmpl);
-    std::signal(SIGXFSZ, SIG_IGN); // as wharfd does: a file-size limit is a write error
-    rlimit old{};
-    ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
+    engine_on_journal f;
+    ASSERT_TRUE(f.engine);
     {
-        recovery_report r;
-        auto store = journal_store::open({dir, "n1"}, r);
-        ASSERT_TRUE(store.has_value()) << store.error();
-        engine::engine_options eo;
-        engine::queue_engine engine(std::move(eo), *store.value());
-        auto out = std::make_shared<waiting_outbox>();
-        out->dir = dir;
-        engine.post(engine::cmd_attach_producer{1, "q", out});
-
-        // Room for the segment's header and no record: the write fails.
-        rlimit tight = old;
-        tight.rlim_cur = 16;
-        ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &tight), 0);
-        engine::cmd_publish batch{1, {}};
-        engine::incoming_message t;
-        t.body = engine::message_ref::copy_of("transient-first");
-        batch.messages.push_back(std::move(t));
-        engine::incoming_message m;
-        m.body = engine::message_ref::copy_of(std::string(200, 'd'));
-        m.durable = true;
-        batch.messages.push_back(std::move(m));
-        engine::incoming_message t2;
-        t2.body = engine::message_ref::copy_of("transient-last");
-        batch.messages.push_back(std::move(t2));
-        engine.post(std::move(batch));
-        const bool answered = out->wait_published(1);
-        ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &old), 0);
-        ASSERT_TRUE(answered);
-        const auto& ev = out->published_[0];
-        EXPECT_EQ(ev.count, 3u);
-        ASSERT_EQ(ev.failures.size(), 1u) << "only the durable message is refused";
-        EXPECT_EQ(ev.failures[0].index, 1u);
-        EXPECT_EQ(ev.failures[0].err.code, errc::resource_limit_exceeded);
-        EXPECT_NE(ev.failures[0].err.description.find("could not store"), std::string::npos)
-            << ev.failures[0].err.description;
+        test::file_size_limit tight(16); // room for the segment's header, no record
+        f.publish({engine_on_journal::message("transient-first", false),
+                   engine_on_journal::message(std::string(200, 'd'), true),
+                   engine_on_journal::message("transient-last", false)});
+        ASSERT_TRUE(f.out->wait_published(1));
     }
-    ::setrlimit(RLIMIT_FSIZE, &old);
-    std::system(("rm -rf '" + dir + "'").c_str());
+    const auto& ev = f.out->published_[0];
+    EXPECT_EQ(ev.count, 3u);
+    ASSERT_EQ(ev.failures.size(), 1u) << "only the durable message is refused";
+    EXPECT_EQ(ev.failures[0].index, 1u);
+    EXPECT_EQ(ev.failures[0].err.code, errc::resource_limit_exceeded);
+    EXPECT_NE(ev.failures[0].err.description.find("could not store"), std::string::npos)
+        << ev.failures[0].err.description;
 }
 
 bool poll_until(const std::function<bool()>& pred) {
@@ -162,68 +139,42 @@ bool poll_until(const std::function<bool()>& pred) {
 // memory only while the remove reached the disk: after a restart the
 // message was in neither queue.)
 TEST(engine_with_journal, a_message_dead_lettered_while_the_disk_fails_survives_a_restart) {
-    char tmpl[] = "/tmp/wharf-engine-journal-XXXXXX";
-    const std::string dir = ::mkdtemp(tmpl);
-    std::signal(SIGXFSZ, SIG_IGN);
-    rlimit old{};
-    ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
     {
-        recovery_report r;
-        auto store = journal_store::open({dir, "n1"}, r);
-        ASSERT_TRUE(store.has_value()) << store.error();
-        journal_store& js = *store.value();
         engine::engine_options eo;
         eo.queue_defaults.dead_letter_queue = "dlq";
-        engine::queue_engine engine(std::move(eo), js);
-        auto out = std::make_shared<waiting_outbox>();
-        out->dir = dir;
-        engine.post(engine::cmd_attach_producer{1, "q", out});
-        auto durable = [](const std::string& body) {
-            engine::incoming_message m;
-            m.body = engine::message_ref::copy_of(body);
-            m.durable = true;
-            return m;
-        };
-        engine::cmd_publish first{1, {}};
-        first.messages.push_back(durable("to-be-dead-lettered"));
-        engine.post(std::move(first));
-        ASSERT_TRUE(out->wait_published(1));
-        ASSERT_TRUE(out->published_[0].failures.empty());
-        engine.post(engine::cmd_attach_consumer{2, "q", false, false, false, out});
-        engine.post(engine::cmd_credit{2, 1, false});
-        ASSERT_TRUE(out->wait_delivered(1));
-
-        // The disk fails: the next durable message is refused, and the store
-        // says it cannot write.
-        rlimit tight = old;
-        tight.rlim_cur = static_cast<rlim_t>(out->on_disk_[0].size());
-        ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &tight), 0);
-        engine::cmd_publish second{1, {}};
-        second.messages.push_back(durable("refused"));
-        engine.post(std::move(second));
-        const bool failed = poll_until([&] { return !js.writable(); });
-        // Now the consumer rejects the first: it goes to the dead-letter queue.
-        engine.post(engine::cmd_settle{2, {{out->delivered_[0], engine::outcome_kind::rejected}}, std::nullopt});
-        engine.stats(); // the settle has been handled and committed
-        ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &old), 0);
-        ASSERT_TRUE(failed) << "the write did not fail";
-        ASSERT_TRUE(poll_until([&] { return js.writable(); })) << "the disk never came back";
-        engine.stats();
-    }
-    recovery_report again;
-    auto reopened = journal_store::open({dir, "n1"}, again);
-    ASSERT_TRUE(reopened.has_value()) << reopened.error();
-    size_t in_dlq = 0, in_q = 0;
-    for (auto& [name, entries] : again.queues) {
-        for (auto& e : entries) {
-            if (name == "dlq" && e.body.bytes() == "to-be-dead-lettered") ++in_dlq;
-            if (name == "q" && e.body.bytes() == "to-be-dead-lettered") ++in_q;
+        engine_on_journal f(std::move(eo));
+        ASSERT_TRUE(f.engine);
+        f.publish({engine_on_journal::message("to-be-dead-lettered", true)});
+        ASSERT_TRUE(f.out->wait_published(1));
+        ASSERT_TRUE(f.out->published_[0].failures.empty());
+        f.engine->post(engine::cmd_attach_consumer{2, "q", false, false, false, f.out});
+        f.engine->post(engine::cmd_credit{2, 1, false});
+        ASSERT_TRUE(f.out->wait_delivered(1));
+        {
+            // The disk fails: the next durable message is refused, and the
+            // store says it cannot write. Then the consumer rejects the first,
+            // which goes to the dead-letter queue.
+            test::file_size_limit tight(f.out->on_disk_[0].size());
+            f.publish({engine_on_journal::message("refused", true)});
+            ASSERT_TRUE(poll_until([&] { return !f.store->writable(); })) << "the write did not fail";
+            f.engine->post(
+                engine::cmd_settle{2, {{f.out->delivered_[0], engine::outcome_kind::rejected}}, std::nullopt});
+            f.engine->stats(); // the settle has been handled and committed
         }
+        ASSERT_TRUE(poll_until([&] { return f.store->writable(); })) << "the disk never came back";
+        f.engine->stats();
+        f.engine.reset();
+        f.store.reset();
+        recovery_report again;
+        auto reopened = journal_store::open({f.dir.path, "n1"}, again);
+        ASSERT_TRUE(reopened.has_value()) << reopened.error();
+        const auto* dlq = test::queue_of(again, "dlq");
+        const auto* q = test::queue_of(again, "q");
+        EXPECT_TRUE(dlq != nullptr && test::bodies(*dlq) == std::vector<std::string>{"to-be-dead-lettered"})
+            << "the dead-lettered message is lost";
+        for (const auto& body : q != nullptr ? test::bodies(*q) : std::vector<std::string>{})
+            EXPECT_NE(body, "to-be-dead-lettered") << "the message is back in its queue";
     }
-    EXPECT_EQ(in_dlq, 1u) << "the dead-lettered message is lost";
-    EXPECT_EQ(in_q, 0u) << "the message is back in its queue";
-    ::setrlimit(RLIMIT_FSIZE, &old);
-    std::system(("rm -rf '" + dir + "'").c_str());
 }
 
 } // namespace

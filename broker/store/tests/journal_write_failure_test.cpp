@@ -20,36 +20,6 @@ namespace {
 
 using namespace test;
 
-// While alive, no file of this process may grow past `bytes` (SIGXFSZ
-// ignored, so that the write fails with EFBIG instead of killing us).
-// lift() or the destructor restores the limit.
-class file_size_limit {
-  public:
-    explicit file_size_limit(uint64_t bytes) {
-        old_handler_ = std::signal(SIGXFSZ, SIG_IGN);
-        EXPECT_EQ(::getrlimit(RLIMIT_FSIZE, &old_), 0);
-        rlimit l = old_;
-        l.rlim_cur = static_cast<rlim_t>(bytes);
-        EXPECT_EQ(::setrlimit(RLIMIT_FSIZE, &l), 0);
-    }
-    void lift() {
-        if (lifted_) return;
-        EXPECT_EQ(::setrlimit(RLIMIT_FSIZE, &old_), 0);
-        lifted_ = true;
-    }
-    ~file_size_limit() {
-        lift();
-        std::signal(SIGXFSZ, old_handler_);
-    }
-    file_size_limit(const file_size_limit&) = delete;
-    file_size_limit& operator=(const file_size_limit&) = delete;
-
-  private:
-    rlimit old_{};
-    void (*old_handler_)(int) = SIG_DFL;
-    bool lifted_ = false;
-};
-
 bool writable_within(const journal_store& s, std::chrono::seconds limit) {
     const auto deadline = std::chrono::steady_clock::now() + limit;
     while (!s.writable()) {

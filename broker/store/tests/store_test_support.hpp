@@ -1,7 +1,7 @@
 #pragma once
 // Helpers for the store's tests: a temporary directory, a watch on the
-// writer's reports, entries, and reading back what recovery or a segment
-// file holds.
+// writer's reports, entries, reading back what recovery or a segment file
+// holds, and a file-size limit that makes writes fail.
 
 #include "broker/store/journal_format.hpp"
 #include "broker/store/journal_store.hpp"
@@ -9,11 +9,13 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <csignal>
 #include <condition_variable>
 #include <cstdlib>
 #include <dirent.h>
 #include <fstream>
 #include <mutex>
+#include <sys/resource.h>
 #include <sstream>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -116,5 +118,35 @@ inline std::vector<std::pair<record_type, uint64_t>> records_in(const std::strin
     while (read_record(data, pos, r) == read_status::ok) out.emplace_back(r.type, r.seq);
     return out;
 }
+
+// While alive, no file of this process may grow past `bytes` (SIGXFSZ
+// ignored, so that the write fails with EFBIG instead of killing us).
+// lift() or the destructor restores the limit.
+class file_size_limit {
+  public:
+    explicit file_size_limit(uint64_t bytes) {
+        old_handler_ = std::signal(SIGXFSZ, SIG_IGN);
+        EXPECT_EQ(::getrlimit(RLIMIT_FSIZE, &old_), 0);
+        rlimit l = old_;
+        l.rlim_cur = static_cast<rlim_t>(bytes);
+        EXPECT_EQ(::setrlimit(RLIMIT_FSIZE, &l), 0);
+    }
+    void lift() {
+        if (lifted_) return;
+        EXPECT_EQ(::setrlimit(RLIMIT_FSIZE, &old_), 0);
+        lifted_ = true;
+    }
+    ~file_size_limit() {
+        lift();
+        std::signal(SIGXFSZ, old_handler_);
+    }
+    file_size_limit(const file_size_limit&) = delete;
+    file_size_limit& operator=(const file_size_limit&) = delete;
+
+  private:
+    rlimit old_{};
+    void (*old_handler_)(int) = SIG_DFL;
+    bool lifted_ = false;
+};
 
 } // namespace wharf::store::test
