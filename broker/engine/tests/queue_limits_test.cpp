@@ -1,0 +1,138 @@
+// The queue engine's depth limits: the reject policy refuses what does not
+// fit; the block policy holds it, unanswered, and the producer's credit,
+// until there is room, whatever makes it.
+
+#include "broker/engine/tests/engine_fixture.hpp"
+
+namespace wharf::engine::testing {
+namespace {
+
+using strings = std::vector<std::string>;
+
+TEST(queue_engine, reject_policy_refuses_when_full) {
+    config::queue_policy pol;
+    pol.max_depth_messages = 2;
+    pol.overflow = config::overflow_policy::reject;
+    engine_fixture f({.defaults = pol});
+    auto p = f.producer("q");
+    f.publish(p, {"a", "b", "c"});
+    auto r = f.out->take<ev_published>();
+    ASSERT_EQ(r[0].failures.size(), 1u);
+    EXPECT_EQ(r[0].failures[0].index, 2u);
+    EXPECT_EQ(r[0].failures[0].err.code, errc::resource_limit_exceeded);
+    EXPECT_EQ(f.stats("q").depth, 2u);
+}
+
+TEST(queue_engine, byte_limit_counts_bytes) {
+    config::queue_policy pol;
+    pol.max_depth_bytes = 10;
+    pol.overflow = config::overflow_policy::reject;
+    engine_fixture f({.defaults = pol});
+    auto p = f.producer("q");
+    f.publish(p, {"12345", "12345", "1"});
+    auto r = f.out->take<ev_published>();
+    ASSERT_EQ(r[0].failures.size(), 1u);
+    EXPECT_EQ(r[0].failures[0].index, 2u);
+}
+
+TEST(queue_engine, block_policy_holds_messages_until_there_is_room) {
+    config::queue_policy pol;
+    pol.max_depth_messages = 2;
+    engine_fixture f({.defaults = pol});
+    auto p = f.producer("q");
+    f.out->clear();
+    f.publish(p, {"a", "b"});
+    EXPECT_TRUE(f.out->take<ev_flow_control>().empty()) << "not full until a message would go over";
+    EXPECT_EQ(f.out->take<ev_published>().at(0).count, 2u);
+
+    f.publish(p, {"c", "d"});
+    auto fc = f.out->take<ev_flow_control>();
+    ASSERT_EQ(fc.size(), 1u);
+    EXPECT_TRUE(fc[0].blocked);
+    EXPECT_TRUE(f.out->take<ev_published>().empty()) << "c and d wait, unsettled, for room";
+    EXPECT_EQ(f.stats("q").depth, 2u) << "the queue never holds more than its limit";
+
+    auto c = f.consumer("q", 1);
+    auto d = f.deliveries();
+    ASSERT_EQ(f.bodies(d), (strings{"a"}));
+    f.settle(c, d[0].seq, outcome_kind::accepted);
+    auto pub = f.out->take<ev_published>();
+    ASSERT_EQ(pub.size(), 1u);
+    EXPECT_EQ(pub[0].count, 1u) << "room for one: c is queued and accepted, d still waits";
+    EXPECT_TRUE(pub[0].failures.empty());
+    EXPECT_TRUE(f.out->take<ev_flow_control>().empty()) << "still blocked";
+    EXPECT_EQ(f.stats("q").depth, 2u);
+
+    f.engine->post(cmd_credit{c, 10, false});
+    for (auto& x : f.deliveries()) f.settle(c, x.seq, outcome_kind::accepted);
+    fc = f.out->take<ev_flow_control>();
+    ASSERT_FALSE(fc.empty());
+    EXPECT_FALSE(fc.back().blocked);
+    f.engine->post(cmd_credit{c, 20, false});
+    auto rest = f.deliveries();
+    EXPECT_EQ(f.bodies(rest), (strings{"d"})) << "order kept across the wait";
+}
+
+// A pre-settled consumer takes messages for good as they are sent: the room
+// it makes must let the waiting producer go on, with no settlement to wake it.
+TEST(queue_engine, block_policy_resumes_when_a_presettled_consumer_makes_room) {
+    config::queue_policy pol;
+    pol.max_depth_messages = 2;
+    engine_fixture f({.defaults = pol});
+    auto p = f.producer("q");
+    f.out->clear();
+    f.publish(p, {"a", "b", "c"});
+    auto fc = f.out->take<ev_flow_control>();
+    ASSERT_EQ(fc.size(), 1u);
+    ASSERT_TRUE(fc[0].blocked);
+
+    f.consumer("q", 10, false, /*presettled=*/true);
+    EXPECT_EQ(f.bodies(f.deliveries()), (strings{"a", "b", "c"})) << "c joins the queue as room is made";
+    fc = f.out->take<ev_flow_control>();
+    ASSERT_FALSE(fc.empty());
+    EXPECT_FALSE(fc.back().blocked) << "the producer may send again";
+    auto pub = f.out->take<ev_published>();
+    uint32_t answered = 0;
+    for (auto& e : pub) answered += e.count;
+    EXPECT_EQ(answered, 3u);
+    EXPECT_EQ(f.stats("q").depth, 0u);
+}
+
+// Messages that expire while a consumer's credit dispatches them make room
+// as well; the tick after finds nothing left to expire.
+TEST(queue_engine, block_policy_resumes_when_dispatch_drops_expired_messages) {
+    config::queue_policy pol;
+    pol.max_depth_messages = 2;
+    engine_fixture f({.defaults = pol});
+    auto p = f.producer("q");
+    f.out->clear();
+    cmd_publish c{p, {}};
+    c.messages.push_back(engine_fixture::msg("a", {}, f.now_ms + 100));
+    c.messages.push_back(engine_fixture::msg("b", {}, f.now_ms + 100));
+    c.messages.push_back(engine_fixture::msg("c"));
+    f.engine->post(std::move(c));
+    ASSERT_EQ(f.out->take<ev_flow_control>().size(), 1u);
+
+    f.now_ms += 1000;
+    f.consumer("q", 10);
+    f.engine->post(cmd_tick{});
+    EXPECT_EQ(f.bodies(f.deliveries()), (strings{"c"}));
+    auto fc = f.out->take<ev_flow_control>();
+    ASSERT_FALSE(fc.empty());
+    EXPECT_FALSE(fc.back().blocked);
+}
+
+TEST(queue_engine, block_policy_rejects_a_message_that_can_never_fit) {
+    config::queue_policy pol;
+    pol.max_depth_bytes = 4;
+    engine_fixture f({.defaults = pol});
+    auto p = f.producer("q");
+    f.publish(p, {"123456"});
+    auto r = f.out->take<ev_published>();
+    ASSERT_EQ(r.size(), 1u);
+    ASSERT_EQ(r[0].failures.size(), 1u);
+    EXPECT_EQ(r[0].failures[0].err.code, errc::resource_limit_exceeded);
+}
+
+} // namespace
+} // namespace wharf::engine::testing
