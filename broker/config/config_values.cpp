@@ -1,5 +1,6 @@
 // The keys, their types and ranges, shared by the file and the flags.
 
+#include "broker/common/limits.hpp"
 #include "broker/config/config_layer.hpp"
 #include "broker/config/node_config.hpp"
 
@@ -307,8 +308,9 @@ std::optional<std::string> set_policy_key(policy_layer& p, std::string_view key,
 
 std::optional<std::string> check_queue_name(std::string_view name) {
     if (name.empty()) return std::string("queue name must not be empty");
-    if (name.size() > 65535) // engine::max_queue_name (the journal keeps it in 16 bits)
-        return "queue name of " + std::to_string(name.size()) + " bytes is longer than 65535";
+    if (name.size() > max_queue_name)
+        return "queue name of " + std::to_string(name.size()) + " bytes is longer than " +
+               std::to_string(max_queue_name);
     for (unsigned char c : name) {
         if (c < 0x20 || c == 0x7f)
             return "queue name '" + std::string(name) + "' contains a control character";

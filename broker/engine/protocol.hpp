@@ -4,6 +4,7 @@
 // events into each connection's outbox. Plain data, moved, never shared.
 
 #include "broker/common/errors.hpp"
+#include "broker/common/limits.hpp"
 #include "broker/engine/message_body.hpp"
 
 #include <cstdint>
@@ -16,9 +17,8 @@
 
 namespace wharf::engine {
 
-// The longest queue name, in bytes (the journal keeps a name's length in
-// 16 bits). A longer address is refused with amqp:invalid-field.
-inline constexpr size_t max_queue_name = 65535;
+// The longest queue name (broker/common/limits.hpp).
+using wharf::max_queue_name;
 
 // Names a link node-wide (allocated by the connection layer, never reused).
 using link_id = uint64_t;

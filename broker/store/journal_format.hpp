@@ -14,6 +14,9 @@
 //
 // Pure functions; any thread.
 
+#include "broker/common/limits.hpp"
+#include "broker/engine/message_body.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -39,6 +42,9 @@ constexpr bool enqueue_record_fits(size_t queue_size, size_t body_size) {
     return queue_size <= max_queue_name_size &&
            body_size <= max_record_size - enqueue_record_overhead - queue_size;
 }
+// What the node lets in always fits: the longest name with the largest body.
+static_assert(max_queue_name_size == wharf::max_queue_name);
+static_assert(enqueue_record_fits(wharf::max_queue_name, engine::message_ref::max_size));
 
 enum class record_type : uint8_t { enqueue = 1, update = 2, remove = 3, noop = 4 };
 

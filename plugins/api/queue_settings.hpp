@@ -7,6 +7,7 @@
 // Pure; any thread. Shared by the broker (which applies settings to its
 // queues) and plugins (the WLM plugin stores them cluster-wide).
 
+#include "broker/common/limits.hpp"
 #include "plugins/api/plugin.hpp"
 
 #include <array>
@@ -73,9 +74,10 @@ inline result<queue_settings, error> settings_from_args(const entity& args, std:
         if (*d == queue)
             return fail(error{errc::invalid_field, "'deadLetterAddress' must name another queue: '" + *d +
                                                        "' would dead-letter into itself"});
-        if (d->size() > 65535) // engine::max_queue_name: the journal keeps a name's length in 16 bits
+        if (d->size() > max_queue_name)
             return fail(error{errc::invalid_field, "'deadLetterAddress' is " + std::to_string(d->size()) +
-                                                       " bytes long; a queue's name is at most 65535 bytes"});
+                                                       " bytes long; a queue's name is at most " +
+                                                       std::to_string(max_queue_name) + " bytes"});
         s.dead_letter_address = *d;
     }
     return s;

@@ -133,9 +133,9 @@ result<entity, error> owner_entities::create(const std::string& queue, const ent
     }
     if (queue.empty() || queue[0] == '$')
         return fail(error{errc::invalid_field, "'" + queue + "' cannot be a cluster queue's name"});
-    if (queue.size() > 65535) // the engine's max_queue_name: the journal keeps a name's length in 16 bits
-        return fail(error{errc::invalid_field, "a queue's name is at most 65535 bytes; this one is " +
-                                                   std::to_string(queue.size())});
+    if (queue.size() > max_queue_name)
+        return fail(error{errc::invalid_field, "a queue's name is at most " + std::to_string(max_queue_name) +
+                                                   " bytes; this one is " + std::to_string(queue.size())});
     auto settings = plugins::settings_from_args(args, queue);
     if (!settings) return fail(settings.error());
     auto decided = place_(queue, node);
