@@ -154,7 +154,10 @@ struct ev_deliver {
     message_ref body;
     uint32_t delivery_count;
     bool redelivered;             // rewrite the header: delivery-count, first-acquirer false
-    bool settle_on_send;
+    bool settle_on_send;          // send it pre-settled (at-most-once, or a browser's copy)
+    bool copy = false;            // a browser's copy: nothing to settle. Otherwise the
+                                  // engine holds it acquired until the connection settles
+                                  // it: accepted once sent pre-settled, unsent if never sent
 };
 
 struct ev_drained {

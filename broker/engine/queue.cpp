@@ -134,14 +134,11 @@ bool queue::serve_one(consumer& c, int64_t now_ms, dispatch_sink& sink) {
         }
         ++c.assigned;
         ++counters_.delivered;
-        if (c.settle_on_send) {
-            sink.deliver(c, e, true);
-            forget(e);
-            ++counters_.acknowledged;
-        } else {
-            sink.deliver(c, e, false);
-            c.acquired.add(std::move(e));
-        }
+        // Pre-settled too: held until the connection says it sent it, so
+        // that a message it could not send (no credit, the link ended)
+        // comes back rather than being lost.
+        sink.deliver(c, e, c.settle_on_send);
+        c.acquired.add(std::move(e));
         return true;
     }
     return false;

@@ -381,10 +381,7 @@ void queue_engine::handle(cmd_settle& c) {
         if (!con.acquired.take(s.seq, e)) continue;
         switch (s.outcome) {
         case outcome_kind::accepted:
-            q.forget(e);
-            ++q.counters_for_update().acknowledged;
-            forget_stored(q, e);
-            touch(&q); // room for blocked producers
+            acknowledge(q, e);
             break;
         case outcome_kind::rejected:
             q.forget(e);
@@ -446,6 +443,14 @@ void queue_engine::handle(cmd_detach& c) {
     producers_.erase(c.link);
 }
 
+// A message acquired from `q` is gone for good: accepted, or sent pre-settled.
+void queue_engine::acknowledge(queue& q, const queue_entry& e) {
+    q.forget(e);
+    ++q.counters_for_update().acknowledged;
+    forget_stored(q, e);
+    touch(&q); // room for blocked producers
+}
+
 void queue_engine::handle(cmd_detach_queues& c) {
     for (const auto& name : c.queues) {
         auto qi = queues_.find(name);
@@ -460,8 +465,15 @@ void queue_engine::handle(cmd_detach_queues& c) {
             // What the client held unsettled goes back, as on any detach.
             // The engine cannot tell which of them reached the client (the
             // connection knows, and its link is going): count each as seen,
-            // so delivery-count and max-delivery-count stay true.
+            // so delivery-count and max-delivery-count stay true. A
+            // pre-settled consumer's are counted as sent: the connection
+            // sends them before it reads the detach staged below (unless
+            // the client gave no credit), and at-most-once never sends twice.
             for (auto& e : con.acquired.take_all()) {
+                if (con.settle_on_send) {
+                    acknowledge(*q, e);
+                    continue;
+                }
                 ++e.delivery_count;
                 e.redelivered = true;
                 return_entry(*q, std::move(e));
@@ -513,8 +525,7 @@ void queue_engine::handle(cmd_tick&) {
 // ---- dispatch_sink -------------------------------------------------------
 
 void queue_engine::deliver(consumer& c, const queue_entry& e, bool settle_on_send) {
-    if (settle_on_send && !c.browse) forget_stored(*c.q, e);
-    stage(c.out_owner, ev_deliver{c.id, e.seq, e.body, e.delivery_count, e.redelivered, settle_on_send});
+    stage(c.out_owner, ev_deliver{c.id, e.seq, e.body, e.delivery_count, e.redelivered, settle_on_send, c.browse});
 }
 
 void queue_engine::drained(consumer& c) { stage(c.out_owner, ev_drained{c.id}); }

@@ -152,6 +152,7 @@ class queue_engine final : private dispatch_sink {
     void answer(producer& p, ev_published&& ev, std::vector<uint32_t>&& stored);
     void handle(cmd_synced& c);
     void forget_stored(queue& q, const queue_entry& e);
+    void acknowledge(queue& q, const queue_entry& e);
     publish_step publish_one(producer& p, incoming_message& m, int64_t now_ms);
     void set_blocked(producer& p, queue* full_queue);
 

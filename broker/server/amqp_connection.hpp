@@ -159,7 +159,7 @@ class amqp_connection final : public connection_base {
         }
         std::vector<engine::settlement> to_settle;
         std::vector<uint64_t> unsent;
-        std::deque<engine::ev_deliver> held; // pre-settled, waiting for credit
+        std::deque<engine::ev_deliver> held; // a browser's copies, waiting for credit
         bool dirty = false;           // listed in dirty_links_
         std::optional<engine::command> pending_attach; // waiting for the resolvers
         std::string address;          // as attached (for resolvers and redirects)
@@ -171,6 +171,7 @@ class amqp_connection final : public connection_base {
         // relay_batch.hpp): its number for the link, and the delivery being
         // filled (nullptr: none) with how much it holds.
         uint64_t relay_link = 0;
+        bool presettled_acks = false; // the relay settles pre-settled messages once it sent them
         pn_delivery_t* out = nullptr;
         uint32_t out_count = 0;
         size_t out_bytes = 0;
@@ -178,6 +179,7 @@ class amqp_connection final : public connection_base {
         bool relayed = false;
         std::shared_ptr<relay::mailbox> relay;         // the peer connection's inbox
         relay::unsettled_map relay_unsettled;
+        std::deque<relay::message> relay_held; // pre-settled from the owner, waiting for credit
         uint64_t relay_in = 0;        // transfers from the client (client sends)
         uint64_t relay_limit = 0;     // client sends: transfers the owner allows in all
         credit_budget::share producer_share; // producers, while open: their part of the node's (or the relay's) budget
@@ -248,6 +250,10 @@ class amqp_connection final : public connection_base {
     void handle(engine::ev_detach& ev);
     void handle(connection_outbox::resolved& r);
     void send_held(link_ctx& lc);
+    void settle_sent(link_ctx& lc, uint64_t seq);
+    void relay_send(link_ctx& lc, relay::message& m);
+    void relay_send_held(link_ctx& lc);
+    void relay_presettled(link_ctx& lc, uint64_t id, bool sent);
     void send_delivery(link_ctx& lc, engine::ev_deliver& ev);
     void resolve(link_ctx& lc, size_t resolver);
     // Where an anonymous-relay message goes.

@@ -161,6 +161,8 @@ void amqp_connection::batch_deliver(link_ctx& lc, engine::ev_deliver& ev) {
     ++lc.out_count;
     lc.out_bytes += sizeof head + bytes.size();
     ++lc.sent;
+    // A relay from before presettled acks never answers for it: gone now.
+    if (ev.settle_on_send && !ev.copy && !lc.presettled_acks) settle_sent(lc, ev.seq);
 }
 
 // The drain is done: the relay learns it after the messages before it.
@@ -200,7 +202,7 @@ void amqp_connection::on_controls(link_ctx& lc, pn_delivery_t* d) {
         if (to == nullptr || to->closed) continue; // its messages went back with the detach
         if (c.what == relay::control::credit) {
             commands_.push_back(engine::cmd_credit{to->id, c.value, c.arg != 0});
-        } else if (c.arg <= static_cast<uint8_t>(engine::outcome_kind::modified_failed_undeliverable)) {
+        } else if (c.arg <= static_cast<uint8_t>(engine::outcome_kind::unsent)) {
             mark_dirty(*to);
             to->to_settle.push_back({c.value, static_cast<engine::outcome_kind>(c.arg)});
         }

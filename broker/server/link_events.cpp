@@ -46,6 +46,7 @@ void amqp_connection::on_link_open(pn_link_t* l) {
         c.out = outbox_;
         lc->address = c.address;
         lc->relay_link = relay::relay_link(l);
+        lc->presettled_acks = relay::presettled_acks(l);
         if (c.address == relay::credit_address) {
             // A peer's relay taking its producers' credit (batch_links.cpp):
             // no queue behind this link.
@@ -221,7 +222,10 @@ void amqp_connection::handle(engine::ev_attached& ev) {
 void amqp_connection::on_link_flow(pn_link_t* l) {
     link_ctx* lc = ctx_of(l);
     if (lc == nullptr || !lc->consumer || lc->closed || lc->pending_attach || lc->credits) return;
-    if (lc->relayed) return relay_flow(*lc);
+    if (lc->relayed) {
+        relay_send_held(*lc);
+        return relay_flow(*lc);
+    }
     if (lc->batch != 0) return; // the relay's credit comes as control records
     send_held(*lc);
     if (lc->new_credit()) commands_.push_back(engine::cmd_credit{lc->id, lc->credit_said, lc->drain_said});
@@ -507,11 +511,12 @@ void amqp_connection::handle(engine::ev_deliver& ev) {
     if (lc->batch != 0) return batch_deliver(*lc, ev);
     pn_link_t* l = lc->link;
     if (pn_link_credit(l) <= 0 || !lc->held.empty()) {
-        if (ev.settle_on_send) {
-            // Already gone from the queue (at-most-once, or a browser's copy):
-            // keep it until the client gives credit again.
+        if (ev.copy) {
+            // A browser's copy (nothing to return): keep it until the
+            // client gives credit again.
             lc->held.push_back(std::move(ev));
         } else {
+            // Back to the queue, which sends it again once there is credit.
             mark_dirty(*lc);
             lc->unsent.push_back(ev.seq);
         }
@@ -538,8 +543,18 @@ void amqp_connection::send_delivery(link_ctx& lc_ref, engine::ev_deliver& ev) {
     pn_link_send(l, bytes.data(), bytes.size());
     pn_link_advance(l);
     ++lc->sent;
-    if (ev.settle_on_send) pn_delivery_settle(d);
-    else pn_delivery_set_context(d, reinterpret_cast<void*>(static_cast<uintptr_t>(ev.seq)));
+    if (!ev.settle_on_send) {
+        pn_delivery_set_context(d, reinterpret_cast<void*>(static_cast<uintptr_t>(ev.seq)));
+        return;
+    }
+    pn_delivery_settle(d);
+    if (!ev.copy) settle_sent(*lc, ev.seq); // at-most-once: gone from the queue now
+}
+
+// A message sent pre-settled leaves the queue (the engine held it until now).
+void amqp_connection::settle_sent(link_ctx& lc, uint64_t seq) {
+    mark_dirty(lc);
+    lc.to_settle.push_back({seq, engine::outcome_kind::accepted});
 }
 
 std::string_view amqp_connection::wire_bytes(const engine::ev_deliver& ev) {

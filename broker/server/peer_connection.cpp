@@ -206,7 +206,9 @@ void peer_connection::handle(relay::message& m) {
     case kind::disposition:
         if (t->batch != 0 && !t->client_sends) {
             const bool failed = m.more && m.more->st.failed, undeliverable = m.more && m.more->st.undeliverable;
-            if (auto outcome = relay::outcome_for(m.state, failed, undeliverable, m.settled))
+            if (m.unsent)
+                add_control({relay::control::outcome, t->relay, m.id, static_cast<uint8_t>(engine::outcome_kind::unsent)});
+            else if (auto outcome = relay::outcome_for(m.state, failed, undeliverable, m.settled))
                 add_control({relay::control::outcome, t->relay, m.id, static_cast<uint8_t>(*outcome)});
             break;
         }
@@ -260,7 +262,7 @@ void peer_connection::attach(relay::message& m) {
     pn_link_set_rcv_settle_mode(l, static_cast<pn_rcv_settle_mode_t>(a.rcv_settle_mode));
     if (producer_batches) relay::offer_batch(l, relay::max_batch, m.relay, credits_ != nullptr);
     if (!a.client_sends && !a.source.address.empty() && !a.source.dynamic)
-        relay::offer_batch(l, relay::max_batch, m.relay);
+        relay::offer_batch(l, relay::max_batch, m.relay, false, true);
     t->link = l;
     pn_link_set_context(l, t.get());
     pn_link_open(l);

@@ -53,6 +53,14 @@
 //   outcome]. Proton's credit on the batch link only paces deliveries (the
 //   relay keeps it topped up); drain never travels as Proton's drain, which
 //   would move its delivery count by credits that stand for messages.
+// - Pre-settled (at-most-once) messages: the twin's attach also offers
+//   "wharf:relay-presettled" = "acks". The owner then keeps each such
+//   message acquired until the relay answers it with an outcome record:
+//   accepted once it passed the message to its client within the client's
+//   credit, or unsent (engine::outcome_kind::unsent) for one it still held
+//   when the client's link ended, which goes back to the queue as if never
+//   dispatched. Without the offer (an older relay) the owner lets the
+//   message go as it puts it in a batch.
 // - The relay sends a twin's detach only once the owner has settled every
 //   control delivery sent before it, so a message the client accepted is
 //   never handed back to the queue by the detach.
@@ -89,13 +97,17 @@ bool parse_batch(std::string_view in, std::vector<record>& out);
 // The N the peer's attach offered or answered (0: none, or not a number).
 uint32_t batch_size(pn_link_t* l);
 // Puts the property into this side's attach (before pn_link_open); a twin
-// names itself too (`link`, nonzero), and a producer's offers (or its owner
-// answers) credit as control records.
-void offer_batch(pn_link_t* l, uint32_t n, uint64_t link = 0, bool credit_records = false);
+// names itself too (`link`, nonzero), a producer's offers (or its owner
+// answers) credit as control records, and a consumer's says that it
+// settles pre-settled messages.
+void offer_batch(pn_link_t* l, uint32_t n, uint64_t link = 0, bool credit_records = false,
+                 bool presettled_acks = false);
 // The relay's number for a twin (0: none).
 uint64_t relay_link(pn_link_t* l);
 // Whether the peer's attach offered or answered credit as control records.
 bool credit_records(pn_link_t* l);
+// Whether the peer's relay settles a consumer's pre-settled messages.
+bool presettled_acks(pn_link_t* l);
 
 // ---- a relayed producer's credit ----
 inline constexpr std::string_view credit_property = "wharf:relay-credit";
@@ -105,6 +117,8 @@ inline constexpr std::string_view credit_address = "$wharf.relay-credit";
 // ---- the consumer direction ----
 inline constexpr std::string_view relay_link_property = "wharf:relay-link";
 inline constexpr std::string_view acks_address = "$wharf.relay-acks";
+inline constexpr std::string_view presettled_property = "wharf:relay-presettled";
+inline constexpr std::string_view presettled_acks_value = "acks";
 // Deliveries of a batch link a relay lets the owner have at a time (each
 // holds up to max_batch messages; the messages themselves are paced by the
 // credit the relay passes as control records).

@@ -140,12 +140,46 @@ void amqp_connection::relay_disposition(link_ctx& lc, pn_delivery_t* d) {
     relay_out_.add(lc.relay, std::move(m));
 }
 
+// A message from the owner to the client. One the owner sent pre-settled
+// (at-most-once) it holds until the relay says it was sent: the relay
+// passes it to Proton only within the client's credit (else it waits in
+// relay_held), so that it never sits in Proton's buffer when the link ends.
+void amqp_connection::relay_send(link_ctx& lc, relay::message& m) {
+    relay::send(lc.link, m);
+    ++lc.sent;
+    if (m.settled) relay_presettled(lc, m.id, true);
+}
+
+void amqp_connection::relay_send_held(link_ctx& lc) {
+    while (!lc.relay_held.empty() && pn_link_credit(lc.link) > 0) {
+        relay_send(lc, lc.relay_held.front());
+        lc.relay_held.pop_front();
+    }
+}
+
+// Tells the owner that a pre-settled message left (`sent`) or goes back to
+// the queue, never sent. An owner from before these answers ignores them
+// (it let the message go when it sent it).
+void amqp_connection::relay_presettled(link_ctx& lc, uint64_t id, bool sent) {
+    relay::message m;
+    m.what = relay::message::kind::disposition;
+    m.relay = lc.id;
+    m.id = id;
+    m.settled = true;
+    m.state = sent ? PN_ACCEPTED : 0;
+    m.unsent = !sent;
+    relay_out_.add(lc.relay, std::move(m));
+}
+
 // The client ended the link (or its connection): end the twin too; the
-// owner returns what the client held unsettled to the queue.
+// owner returns what the client held unsettled to the queue, and what the
+// relay held for it here (relay_presettled, before the detach).
 void amqp_connection::relay_detach(link_ctx& lc, bool closed) {
     if (lc.closed) return;
     mark_closed(lc);
     lc.producer_share.release();
+    for (const relay::message& held : lc.relay_held) relay_presettled(lc, held.id, false);
+    lc.relay_held.clear();
     relay::message m;
     m.what = relay::message::kind::detach;
     m.relay = lc.id;
@@ -162,6 +196,7 @@ void amqp_connection::relay_ended(link_ctx& lc, const relay::condition& cond, bo
     if (lc.closed || lc.link == nullptr) return;
     mark_closed(lc);
     lc.producer_share.release();
+    lc.relay_held.clear(); // the owner let them go with its detach (at-most-once)
     for (auto& [id, d] : lc.relay_unsettled) { // (a producer's: consumers keep no map)
         pn_disposition_set_failed(pn_delivery_local(d), true);
         pn_delivery_update(d, PN_MODIFIED);
@@ -339,8 +374,11 @@ void amqp_connection::handle(relay::message& m) {
         relay_credit(*lc);
         break;
     case kind::transfer:
-        relay::send(l, m);
-        ++lc->sent;
+        if (m.settled && (pn_link_credit(l) <= 0 || !lc->relay_held.empty())) {
+            lc->relay_held.push_back(std::move(m)); // until the client gives credit
+            break;
+        }
+        relay_send(*lc, m);
         break;
     case kind::disposition:
         relay::settle(m, lc->relay_unsettled);

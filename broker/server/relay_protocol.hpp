@@ -99,6 +99,7 @@ struct message {
                                         // disposition: the number of the transfer it answers
     bool drain = false;                 // flow
     bool settled = false;               // transfer / disposition
+    bool unsent = false;                // disposition: a pre-settled message the client never got
     bool closed = true;                 // detach
     std::string tag;                    // transfer
     std::string bytes;                  // transfer

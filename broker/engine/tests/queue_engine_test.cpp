@@ -293,15 +293,59 @@ TEST(queue_engine, one_message_kept_while_later_ones_settle) {
     EXPECT_EQ(f.stats("q").counters.acknowledged, 999u);
 }
 
-TEST(queue_engine, presettled_consumer_removes_on_send) {
+// An at-most-once consumer's messages stay in the queue (acquired) until
+// its connection says it sent them.
+TEST(queue_engine, presettled_message_leaves_the_queue_once_sent) {
     engine_fixture f;
     auto p = f.producer("q");
     f.publish(p, {"a", "b"});
-    f.consumer("q", 10, false, true);
+    auto c = f.consumer("q", 10, false, true);
     auto d = f.deliveries();
     ASSERT_EQ(d.size(), 2u);
     EXPECT_TRUE(d[0].settle_on_send);
+    EXPECT_FALSE(d[0].copy);
+    EXPECT_EQ(f.stats("q").depth, 2u);
+    f.settle(c, d[0].seq, outcome_kind::accepted);
+    f.settle(c, d[1].seq, outcome_kind::accepted);
     EXPECT_EQ(f.stats("q").depth, 0u);
+    EXPECT_EQ(f.stats("q").counters.acknowledged, 2u);
+}
+
+// What the connection could not send (the client took its credit back)
+// returns as never dispatched, and a detach returns what never reached
+// the connection: neither is lost, nor counted as seen.
+TEST(queue_engine, presettled_message_never_sent_is_not_lost) {
+    engine_fixture f;
+    auto p = f.producer("q");
+    f.publish(p, {"a", "b", "c"});
+    auto c = f.consumer("q", 3, false, true);
+    auto d = f.deliveries();
+    ASSERT_EQ(d.size(), 3u);
+    f.settle(c, d[0].seq, outcome_kind::accepted);
+    f.engine->post(cmd_settle{c, {{d[1].seq, outcome_kind::unsent}}, /*limit=*/1});
+    EXPECT_TRUE(f.deliveries().empty()) << "no credit left";
+    EXPECT_EQ(f.stats("q").depth, 2u);
+    f.engine->post(cmd_detach{c, {}});
+    f.consumer("q", 10);
+    auto again = f.deliveries();
+    ASSERT_EQ(f.bodies(again), (strings{"b", "c"}));
+    EXPECT_FALSE(again[0].redelivered);
+    EXPECT_EQ(again[1].delivery_count, 0u);
+}
+
+// A queue that moves away: an at-most-once consumer's connection sends what
+// it was given before it reads the detach, so the queue lets those go
+// rather than send them twice.
+TEST(queue_engine, queue_detach_lets_presettled_messages_go) {
+    engine_fixture f;
+    auto p = f.producer("q");
+    f.publish(p, {"a", "b"});
+    f.consumer("q", 1, false, true);
+    ASSERT_EQ(f.deliveries().size(), 1u);
+    f.engine->post(cmd_detach_queues{{"q"}, {errc::redirect, "moved"}, std::nullopt});
+    EXPECT_EQ(f.stats("q").depth, 1u);
+    f.consumer("q", 10);
+    EXPECT_EQ(f.bodies(f.deliveries()), (strings{"b"}));
 }
 
 TEST(queue_engine, expired_message_is_never_delivered) {
@@ -353,6 +397,7 @@ TEST(queue_engine, browser_sees_without_consuming) {
     auto d = f.deliveries();
     ASSERT_EQ(f.bodies(d), (strings{"a", "b"}));
     EXPECT_TRUE(d[0].settle_on_send);
+    EXPECT_TRUE(d[0].copy) << "nothing to settle";
     EXPECT_EQ(f.stats("q").depth, 2u);
     f.publish(p, {"c"});
     EXPECT_EQ(f.bodies(f.deliveries()), (strings{"c"})) << "a browser sees new messages once";

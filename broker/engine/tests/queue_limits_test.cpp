@@ -73,8 +73,8 @@ TEST(queue_engine, block_policy_holds_messages_until_there_is_room) {
     EXPECT_EQ(f.bodies(rest), (strings{"d"})) << "order kept across the wait";
 }
 
-// A pre-settled consumer takes messages for good as they are sent: the room
-// it makes must let the waiting producer go on, with no settlement to wake it.
+// A pre-settled consumer's messages leave the queue as its connection sends
+// them: the room that makes lets the waiting producer go on.
 TEST(queue_engine, block_policy_resumes_when_a_presettled_consumer_makes_room) {
     config::queue_policy pol;
     pol.max_depth_messages = 2;
@@ -86,8 +86,14 @@ TEST(queue_engine, block_policy_resumes_when_a_presettled_consumer_makes_room) {
     ASSERT_EQ(fc.size(), 1u);
     ASSERT_TRUE(fc[0].blocked);
 
-    f.consumer("q", 10, false, /*presettled=*/true);
-    EXPECT_EQ(f.bodies(f.deliveries()), (strings{"a", "b", "c"})) << "c joins the queue as room is made";
+    auto c = f.consumer("q", 10, false, /*presettled=*/true);
+    auto d = f.deliveries();
+    ASSERT_EQ(f.bodies(d), (strings{"a", "b"}));
+    // The connection sent them: room for c, which dispatch takes at once.
+    for (auto& e : d) f.settle(c, e.seq, outcome_kind::accepted);
+    d = f.deliveries();
+    ASSERT_EQ(f.bodies(d), (strings{"c"})) << "c joins the queue as room is made";
+    f.settle(c, d[0].seq, outcome_kind::accepted);
     fc = f.out->take<ev_flow_control>();
     ASSERT_FALSE(fc.empty());
     EXPECT_FALSE(fc.back().blocked) << "the producer may send again";

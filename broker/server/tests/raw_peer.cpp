@@ -51,13 +51,23 @@ pn_link_t* raw_peer::open_sender(const std::string& address,
     return l;
 }
 
-pn_link_t* raw_peer::open_receiver(const std::string& address, int credit) {
+pn_link_t* raw_peer::open_receiver(const std::string& address, int credit, bool presettled, bool top_up) {
     pn_link_t* l = pn_receiver(session_, ("raw-receiver-" + address).c_str());
     pn_terminus_set_address(pn_link_source(l), address.c_str());
+    if (presettled) pn_link_set_snd_settle_mode(l, PN_SND_SETTLED);
     pn_link_open(l);
     pn_link_flow(l, credit);
-    window_[l] = credit;
+    window_[l] = top_up ? credit : 0;
     return l;
+}
+
+void raw_peer::take_credit_back(pn_link_t* receiver) {
+    if (const int credit = pn_link_credit(receiver); credit > 0) pn_link_flow(receiver, -credit);
+}
+
+size_t raw_peer::received_count(pn_link_t* receiver) const {
+    auto it = received_.find(receiver);
+    return it == received_.end() ? 0 : it->second.size();
 }
 
 bool raw_peer::run_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {
@@ -83,6 +93,8 @@ void raw_peer::send(pn_link_t* sender, const std::string& bytes) {
 }
 
 bool raw_peer::remote_opened(pn_link_t* l) const { return (pn_link_state(l) & PN_REMOTE_ACTIVE) != 0; }
+
+bool raw_peer::remote_closed(pn_link_t* l) const { return (pn_link_state(l) & PN_REMOTE_CLOSED) != 0; }
 
 std::string raw_peer::remote_property(pn_link_t* l, const std::string& key) const {
     pn_data_t* d = pn_link_remote_properties(l);

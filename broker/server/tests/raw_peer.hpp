@@ -32,8 +32,16 @@ class raw_peer {
     // Opened now; the attach goes out at the next run_until().
     pn_link_t* open_sender(const std::string& address,
                            const std::vector<std::pair<std::string, std::string>>& properties = {});
-    // Grants `credit` and keeps it topped up.
-    pn_link_t* open_receiver(const std::string& address, int credit);
+    // Grants `credit` and keeps it topped up (unless !top_up); a
+    // pre-settled one asks for at-most-once delivery.
+    pn_link_t* open_receiver(const std::string& address, int credit, bool presettled = false, bool top_up = true);
+    // Takes back what is left of a receiver's credit (a flow with
+    // link-credit 0), as AMQP allows a receiver to at any time.
+    void take_credit_back(pn_link_t* receiver);
+    // Detaches and closes a link (at the next run_until()).
+    void close(pn_link_t* l) { pn_link_close(l); }
+    bool remote_closed(pn_link_t* l) const;
+    size_t received_count(pn_link_t* receiver) const;
 
     // Handles Proton's events until pred() holds, the connection ends or
     // the timeout passes; returns pred().
