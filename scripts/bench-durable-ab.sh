@@ -3,9 +3,10 @@
 # build, a fresh node on a free port and data directory, one
 # `wharf-bench send --durable --count COUNT` (100 B, at-least-once), and the
 # node's CPU per message (user + system from /proc around the run).
-#   A=DIR B=DIR [ROUNDS=6] [COUNT=300000] scripts/bench-durable-ab.sh
+#   A=DIR B=DIR [ROUNDS=6] [COUNT=300000] [RUN="send --durable"] scripts/bench-durable-ab.sh
 # DIR holds a wharfd (a build's bin/, or a copy of one). wharf-bench comes
-# from build-release.
+# from build-release. RUN is the wharf-bench command and its options (for
+# instance RUN="pair --at-most-once" compares two builds on something else).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bench=$root/build-release/bin/wharf-bench
@@ -23,10 +24,11 @@ for round in $(seq "${ROUNDS:-6}"); do
       sleep 0.1
     done
     c0=$(awk '{print $14+$15}' /proc/$P/stat)
-    rate=$("$bench" send --url "$url" --address d --durable --count "${COUNT:-300000}" --json --quiet |
+    # shellcheck disable=SC2086 # RUN is words
+    rate=$("$bench" ${RUN:-send --durable} --url "$url" --address d --count "${COUNT:-300000}" --json --quiet |
            python3 -c 'import json,sys;print(int(json.load(sys.stdin)["msgs_per_s"]))')
     c1=$(awk '{print $14+$15}' /proc/$P/stat)
     kill $P; wait $P 2>/dev/null || true; rm -rf "$D"
-    echo "round=$round build=$side durable_per_s=$rate node_cpu_us_per_msg=$(python3 -c "print(round(($c1-$c0)*1e6/$tick/${COUNT:-300000},2))")"
+    echo "round=$round build=$side msgs_per_s=$rate node_cpu_us_per_msg=$(python3 -c "print(round(($c1-$c0)*1e6/$tick/${COUNT:-300000},2))")"
   done
 done

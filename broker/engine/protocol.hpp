@@ -103,6 +103,11 @@ struct cmd_detach {
     // Every message the link still holds was sent (a relay's batch link,
     // whose deliveries are pre-settled: the owner keeps no list of them).
     bool all_sent = false;
+    // A pre-settled consumer's messages that the link's peer never answered
+    // may have reached the client: they count as sent, never to go twice
+    // (a relay's batch link that ended without its detach: the relay's
+    // answers may be lost). Otherwise they never reached it and go back.
+    bool presettled_sent = false;
 };
 
 // Periodic housekeeping: expiry.

@@ -430,7 +430,8 @@ void queue_engine::handle(cmd_detach& c) {
             seen(std::move(e));
         }
         for (auto& e : con.acquired.take_all()) {
-            if (c.all_sent) seen(std::move(e));
+            if (con.settle_on_send && c.presettled_sent) acknowledge(q, e);
+            else if (c.all_sent && !con.settle_on_send) seen(std::move(e));
             else q.restore(std::move(e)); // never reached the client
         }
         q.remove_consumer(&con);

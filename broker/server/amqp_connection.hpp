@@ -271,7 +271,7 @@ class amqp_connection final : public connection_base {
     void dispatch_anonymous(link_ctx& lc, pn_delivery_t* d, engine::incoming_message&& m, bool may_wait);
     void refuse_link(link_ctx& lc, const error& err, const plugins::resolution* redirect);
 
-    void detach_link(link_ctx& lc);
+    void detach_link(link_ctx& lc, bool answered = false);
     void flush_link(link_ctx& lc);
     // Management's view of a link changed (attached, closed, relayed):
     // end_batch() updates that one entry.

@@ -231,7 +231,9 @@ void amqp_connection::on_link_flow(pn_link_t* l) {
     if (lc->new_credit()) commands_.push_back(engine::cmd_credit{lc->id, lc->credit_said, lc->drain_said});
 }
 
-void amqp_connection::detach_link(link_ctx& lc) {
+// `answered`: the link's peer detached it, having answered every
+// pre-settled message it passed on (see cmd_detach::presettled_sent).
+void amqp_connection::detach_link(link_ctx& lc, bool answered) {
     if (lc.relayed) {
         relay_detach(lc, true);
         return;
@@ -242,6 +244,7 @@ void amqp_connection::detach_link(link_ctx& lc) {
     flush_link(lc);
     engine::cmd_detach c{lc.id, {}};
     c.all_sent = lc.consumer && lc.batch != 0;
+    c.presettled_sent = lc.presettled_acks && !answered;
     if (lc.consumer && lc.link != nullptr) {
         for (pn_delivery_t* d = pn_unsettled_head(lc.link); d != nullptr; d = pn_unsettled_next(d)) {
             auto seq = reinterpret_cast<uintptr_t>(pn_delivery_get_context(d));
@@ -258,7 +261,7 @@ void amqp_connection::detach_link(link_ctx& lc) {
 void amqp_connection::on_link_close(pn_link_t* l, bool closed) {
     link_ctx* lc = ctx_of(l);
     if (lc != nullptr && !lc->closed && lc->relayed) relay_detach(*lc, closed);
-    if (lc != nullptr && !lc->closed) detach_link(*lc);
+    if (lc != nullptr && !lc->closed) detach_link(*lc, true);
     if (closed) pn_link_close(l);
     else pn_link_detach(l);
     // Both ends have detached now (whoever began), so nothing more happens

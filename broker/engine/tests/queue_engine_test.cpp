@@ -333,6 +333,32 @@ TEST(queue_engine, presettled_message_never_sent_is_not_lost) {
     EXPECT_EQ(again[1].delivery_count, 0u);
 }
 
+// A relay's batch link for an at-most-once consumer: when the relay
+// detaches, it has answered every message it passed to its client, so what
+// is left never reached the client and goes back unchanged. When the link
+// ends without that (the connection to the relay dropped), its answers may
+// be lost: what is left counts as sent, as at-most-once never sends twice.
+TEST(queue_engine, relayed_presettled_messages_left_at_a_detach) {
+    for (const bool answered : {true, false}) {
+        engine_fixture f;
+        auto p = f.producer("q");
+        f.publish(p, {"a", "b"});
+        auto c = f.consumer("q", 2, false, true);
+        ASSERT_EQ(f.deliveries().size(), 2u);
+        cmd_detach d{c, {}};
+        d.all_sent = true;
+        d.presettled_sent = !answered;
+        f.engine->post(std::move(d));
+        EXPECT_EQ(f.stats("q").depth, answered ? 2u : 0u) << "answered " << answered;
+        if (!answered) continue;
+        f.consumer("q", 10);
+        auto again = f.deliveries();
+        ASSERT_EQ(f.bodies(again), (strings{"a", "b"}));
+        EXPECT_FALSE(again[0].redelivered);
+        EXPECT_EQ(again[0].delivery_count, 0u);
+    }
+}
+
 // A queue that moves away: an at-most-once consumer's connection sends what
 // it was given before it reads the detach, so the queue lets those go
 // rather than send them twice.
