@@ -46,7 +46,7 @@ void amqp_connection::on_link_open(pn_link_t* l) {
         c.out = outbox_;
         lc->address = c.address;
         lc->relay_link = relay::relay_link(l);
-        lc->presettled_acks = relay::presettled_acks(l);
+        lc->presettled_acks = lc->relay_link != 0 && relay::presettled_acks(l);
         if (c.address == relay::credit_address) {
             // A peer's relay taking its producers' credit (batch_links.cpp):
             // no queue behind this link.
@@ -244,7 +244,7 @@ void amqp_connection::detach_link(link_ctx& lc, bool answered) {
     flush_link(lc);
     engine::cmd_detach c{lc.id, {}};
     c.all_sent = lc.consumer && lc.batch != 0;
-    c.presettled_sent = lc.presettled_acks && !answered;
+    c.presettled_sent = lc.presettled_acks && lc.batch != 0 && !answered;
     if (lc.consumer && lc.link != nullptr) {
         for (pn_delivery_t* d = pn_unsettled_head(lc.link); d != nullptr; d = pn_unsettled_next(d)) {
             auto seq = reinterpret_cast<uintptr_t>(pn_delivery_get_context(d));
