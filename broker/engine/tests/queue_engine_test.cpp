@@ -293,14 +293,31 @@ TEST(queue_engine, one_message_kept_while_later_ones_settle) {
     EXPECT_EQ(f.stats("q").counters.acknowledged, 999u);
 }
 
+// Publishes `bodies` to q and attaches an at-most-once consumer with
+// `credit`: the consumer and what the engine gave it.
+std::pair<link_id, std::vector<ev_deliver>> presettled_deliveries(engine_fixture& f, std::vector<std::string> bodies,
+                                                                  uint64_t credit) {
+    f.publish(f.producer("q"), std::move(bodies));
+    auto c = f.consumer("q", credit, false, /*presettled=*/true);
+    return {c, f.deliveries()};
+}
+
+// A new consumer of q gets `want`, as if never delivered before.
+void expect_back_unchanged(engine_fixture& f, const strings& want) {
+    f.consumer("q", 10);
+    auto again = f.deliveries();
+    ASSERT_EQ(f.bodies(again), want);
+    for (const auto& e : again) {
+        EXPECT_FALSE(e.redelivered);
+        EXPECT_EQ(e.delivery_count, 0u);
+    }
+}
+
 // An at-most-once consumer's messages stay in the queue (acquired) until
 // its connection says it sent them.
 TEST(queue_engine, presettled_message_leaves_the_queue_once_sent) {
     engine_fixture f;
-    auto p = f.producer("q");
-    f.publish(p, {"a", "b"});
-    auto c = f.consumer("q", 10, false, true);
-    auto d = f.deliveries();
+    auto [c, d] = presettled_deliveries(f, {"a", "b"}, 10);
     ASSERT_EQ(d.size(), 2u);
     EXPECT_TRUE(d[0].settle_on_send);
     EXPECT_FALSE(d[0].copy);
@@ -316,21 +333,14 @@ TEST(queue_engine, presettled_message_leaves_the_queue_once_sent) {
 // the connection: neither is lost, nor counted as seen.
 TEST(queue_engine, presettled_message_never_sent_is_not_lost) {
     engine_fixture f;
-    auto p = f.producer("q");
-    f.publish(p, {"a", "b", "c"});
-    auto c = f.consumer("q", 3, false, true);
-    auto d = f.deliveries();
+    auto [c, d] = presettled_deliveries(f, {"a", "b", "c"}, 3);
     ASSERT_EQ(d.size(), 3u);
     f.settle(c, d[0].seq, outcome_kind::accepted);
     f.engine->post(cmd_settle{c, {{d[1].seq, outcome_kind::unsent}}, /*limit=*/1});
     EXPECT_TRUE(f.deliveries().empty()) << "no credit left";
     EXPECT_EQ(f.stats("q").depth, 2u);
     f.engine->post(cmd_detach{c, {}});
-    f.consumer("q", 10);
-    auto again = f.deliveries();
-    ASSERT_EQ(f.bodies(again), (strings{"b", "c"}));
-    EXPECT_FALSE(again[0].redelivered);
-    EXPECT_EQ(again[1].delivery_count, 0u);
+    expect_back_unchanged(f, {"b", "c"});
 }
 
 // A relay's batch link for an at-most-once consumer: when the relay
@@ -341,21 +351,14 @@ TEST(queue_engine, presettled_message_never_sent_is_not_lost) {
 TEST(queue_engine, relayed_presettled_messages_left_at_a_detach) {
     for (const bool answered : {true, false}) {
         engine_fixture f;
-        auto p = f.producer("q");
-        f.publish(p, {"a", "b"});
-        auto c = f.consumer("q", 2, false, true);
-        ASSERT_EQ(f.deliveries().size(), 2u);
-        cmd_detach d{c, {}};
-        d.all_sent = true;
-        d.presettled_sent = !answered;
-        f.engine->post(std::move(d));
+        auto [c, d] = presettled_deliveries(f, {"a", "b"}, 2);
+        ASSERT_EQ(d.size(), 2u);
+        cmd_detach end{c, {}};
+        end.all_sent = true;
+        end.presettled_sent = !answered;
+        f.engine->post(std::move(end));
         EXPECT_EQ(f.stats("q").depth, answered ? 2u : 0u) << "answered " << answered;
-        if (!answered) continue;
-        f.consumer("q", 10);
-        auto again = f.deliveries();
-        ASSERT_EQ(f.bodies(again), (strings{"a", "b"}));
-        EXPECT_FALSE(again[0].redelivered);
-        EXPECT_EQ(again[0].delivery_count, 0u);
+        if (answered) expect_back_unchanged(f, {"a", "b"});
     }
 }
 
@@ -364,14 +367,10 @@ TEST(queue_engine, relayed_presettled_messages_left_at_a_detach) {
 // rather than send them twice.
 TEST(queue_engine, queue_detach_lets_presettled_messages_go) {
     engine_fixture f;
-    auto p = f.producer("q");
-    f.publish(p, {"a", "b"});
-    f.consumer("q", 1, false, true);
-    ASSERT_EQ(f.deliveries().size(), 1u);
+    ASSERT_EQ(presettled_deliveries(f, {"a", "b"}, 1).second.size(), 1u);
     f.engine->post(cmd_detach_queues{{"q"}, {errc::redirect, "moved"}, std::nullopt});
     EXPECT_EQ(f.stats("q").depth, 1u);
-    f.consumer("q", 10);
-    EXPECT_EQ(f.bodies(f.deliveries()), (strings{"b"}));
+    expect_back_unchanged(f, {"b"});
 }
 
 TEST(queue_engine, expired_message_is_never_delivered) {
