@@ -199,6 +199,11 @@ bool value_cursor::close_compound(uint8_t code, size_t at, size_t end) {
 }
 
 bool value_cursor::skip_array(uint8_t code, size_t at, size_t limit, int depth) {
+    // Arrays of arrays nest through skip_body, not skip_value: bound them here.
+    if (depth > max_value_depth) {
+        return fail(codec_errc::bad_constructor, at,
+                    "values nested more than " + std::to_string(max_value_depth) + " deep");
+    }
     size_t end = 0;
     uint32_t count = 0;
     if (!open_compound(code, at, limit, end, count)) {

@@ -170,6 +170,11 @@ TEST(message_codec_malformed, deep_nesting_is_refused_not_a_stack_overflow) {
     // Array element constructors can nest descriptors too.
     expect_error(section(amqp_value, bytes({0xf0}) + be32(100004) + be32(0) + std::string(100000, '\0')),
                  codec_errc::bad_constructor, "nested");
+    // Arrays whose one element is an array, 20,000 deep (180 KB): this
+    // overflowed the stack and killed the node.
+    std::string body = be32(5) + be32(0) + bytes({0x40}); // array32 of no nulls, less its constructor
+    for (int i = 0; i < 20000; ++i) body = be32(uint32_t(body.size() + 5)) + be32(1) + bytes({0xf0}) + body;
+    expect_error(section(amqp_value, bytes({0xf0}) + body), codec_errc::bad_constructor, "nested");
 }
 
 TEST(message_codec_malformed, not_a_section) {
