@@ -33,6 +33,12 @@ struct queue_entry {
 
     bool expired(int64_t now_ms) const { return expiry_ms != 0 && now_ms >= expiry_ms; }
     bool excludes(link_id l) const;
+    // One more failed delivery. The header's delivery-count is a uint: it
+    // stays at its largest value rather than wrap to 0 (which would also
+    // escape max-delivery-count).
+    void count_delivery() {
+        if (delivery_count != UINT32_MAX) ++delivery_count;
+    }
 };
 
 class queue;

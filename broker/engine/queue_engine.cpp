@@ -397,7 +397,7 @@ void queue_engine::handle(cmd_settle& c) {
         case outcome_kind::modified_undeliverable:
         case outcome_kind::modified_failed_undeliverable:
             e.redelivered = true;
-            if (s.outcome != outcome_kind::modified_undeliverable) ++e.delivery_count;
+            if (s.outcome != outcome_kind::modified_undeliverable) e.count_delivery();
             if (s.outcome != outcome_kind::modified_failed) {
                 if (!e.excluded) e.excluded = std::make_unique<std::vector<link_id>>();
                 e.excluded->push_back(con.id);
@@ -420,7 +420,7 @@ void queue_engine::handle(cmd_detach& c) {
         queue& q = *con.q;
         // A message the client may have seen comes back with delivery-count + 1.
         auto seen = [&](queue_entry&& e) {
-            ++e.delivery_count;
+            e.count_delivery();
             e.redelivered = true;
             return_entry(q, std::move(e));
         };
@@ -475,7 +475,7 @@ void queue_engine::handle(cmd_detach_queues& c) {
                     acknowledge(*q, e);
                     continue;
                 }
-                ++e.delivery_count;
+                e.count_delivery();
                 e.redelivered = true;
                 return_entry(*q, std::move(e));
             }

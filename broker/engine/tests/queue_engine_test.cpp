@@ -198,6 +198,30 @@ TEST(queue_engine, max_delivery_count_dead_letters) {
     EXPECT_EQ(f.stats("DLQ").depth, 1u);
 }
 
+// A producer may send any delivery-count. At the largest a uint holds, one
+// more failed delivery keeps it there: wrapped to 0, the message escaped
+// max-delivery-count and went out claiming it was never delivered.
+TEST(queue_engine, delivery_count_stops_at_its_largest_value) {
+    config::queue_policy pol;
+    pol.max_delivery_count = 10;
+    engine_fixture f({.defaults = pol});
+    auto p = f.producer("q");
+    cmd_publish pub{p, {}};
+    pub.messages.push_back(engine_fixture::msg("worn"));
+    pub.messages.back().delivery_count = UINT32_MAX;
+    f.engine->post(std::move(pub));
+    auto c = f.consumer("q", 10);
+    auto d = f.deliveries();
+    ASSERT_EQ(d.size(), 1u);
+    f.settle(c, d[0].seq, outcome_kind::modified_failed);
+    EXPECT_TRUE(f.deliveries().empty()) << "redelivered with its count wrapped";
+    EXPECT_EQ(f.stats("DLQ").depth, 1u);
+    f.consumer("DLQ", 10);
+    auto dead = f.deliveries();
+    ASSERT_EQ(dead.size(), 1u);
+    EXPECT_EQ(dead[0].delivery_count, UINT32_MAX);
+}
+
 TEST(queue_engine, detach_returns_unsettled_with_count) {
     engine_fixture f;
     auto p = f.producer("q");
