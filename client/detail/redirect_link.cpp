@@ -203,10 +203,12 @@ bool redirect_link::will_follow(const proton::link& l) const {
     return !closed_;
 }
 
+// The chain of redirects is not cleared here: a node that opens the link
+// and redirects it at once would restart the count every time. follow()
+// clears it when the link stayed open for redirect_count_reset.
 void redirect_link::opened(const proton::link&) {
     open_ = true;
     opened_at_ = clock::now();
-    chain_.clear();
 }
 
 // The current link was detached (closing or not) by the peer.

@@ -15,6 +15,7 @@
 #include <proton/value.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <string>
 #include <vector>
@@ -163,10 +164,40 @@ TEST(redirect_client, a_redirect_loop_stops_after_max_redirects) {
     EXPECT_EQ(app.client().connections().size(), 2u); // each peer's connection was reused
 }
 
+// Each peer opens the link and redirects it in the same breath: the link is
+// open every time, but never for redirect_count_reset, so the count goes on.
+TEST(redirect_client, a_loop_of_links_that_open_and_are_redirected_at_once_stops_too) {
+    for (bool sender : {true, false}) {
+        SCOPED_TRACE(sender ? "sender" : "receiver");
+        redirect_peer a("peer-a", {.open_then_redirect = true}), b("peer-b", {.open_then_redirect = true});
+        ASSERT_NE(a.port(), 0);
+        ASSERT_NE(b.port(), 0);
+        a.redirect_to(b.port());
+        b.redirect_to(a.port());
+        client_options o;
+        o.max_redirects = 5;
+        o.redirect_count_reset = std::chrono::seconds(10);
+        recorded_link l;
+        client_app app(o);
+        const std::string url = "127.0.0.1:" + std::to_string(a.port());
+        l.set_ref(sender ? app.client().open_sender(url, "loop", l) : app.client().open_receiver(url, "loop", l));
+        const auto f = l.wait_failure();
+        ASSERT_TRUE(f) << "redirects followed: " << l.ref().redirects();
+        EXPECT_EQ(f->condition.name(), too_many_redirects);
+        const std::string pa = "peer-a (127.0.0.1:" + std::to_string(a.port()) + ")";
+        const std::string pb = "peer-b (127.0.0.1:" + std::to_string(b.port()) + ")";
+        EXPECT_NE(f->condition.description().find("more than 5 redirects: " + pa + " -> " + pb + " -> " + pa),
+                  std::string::npos)
+            << f->condition.description();
+        EXPECT_EQ(a.attaches() + b.attaches(), 6);
+        EXPECT_EQ(l.ref().redirects(), 5);
+    }
+}
+
 TEST(redirect_client, in_flight_messages_of_a_redirected_sender_are_released_and_sent_again) {
     server::test::wharfd_process node;
     ASSERT_TRUE(node.listening());
-    redirect_peer peer("peer-a", 3); // takes 3 messages, settles none, then redirects
+    redirect_peer peer("peer-a", {.hold = 3}); // takes 3 messages, settles none, then redirects
     ASSERT_NE(peer.port(), 0);
     peer.redirect_to(node.port());
     recorded_link snd, rcv; // handlers outlive the client
