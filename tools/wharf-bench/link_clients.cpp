@@ -71,6 +71,8 @@ sender_client::sender_client(run_control& run, connection_client& owner, int lin
     // The id names the sending link, so a receiver in latency mode can tell
     // which link pair a message belongs to. Set once, never per message.
     message_.id(static_cast<std::uint64_t>(link_index));
+    // pair/latency: the receivers count only the messages of this run.
+    if (stamp_body_) message_.correlation_id(run.run_id());
     message_.durable(run.options().durable);
     message_.body(body_);
     if (time_accepts_) {
@@ -266,6 +268,13 @@ void receiver_client::on_message(proton::delivery& d, proton::message& m) {
         return;
     }
     const std::uint64_t now = now_ns();
+    if (read_stamp_ && !of_this_run(m)) {
+        // Left on the queue by an earlier run (or another producer): take it
+        // off (auto-accept settles it) without timing or counting it.
+        link_counters::bump(run_.counters().foreign);
+        refill();
+        return;
+    }
     if (read_stamp_) {
         const proton::value& body = m.body();
         if (body.type() == proton::BINARY) {
@@ -280,11 +289,20 @@ void receiver_client::on_message(proton::delivery& d, proton::message& m) {
     link_counters& counters = run_.counters();
     link_counters::bump(counters.received);
     counters.last_progress_ns.store(now, std::memory_order_relaxed);
-    // Refill in batches: once half the window is used, give it back at once.
+    refill();
+}
+
+// Refill in batches: once half the window is used, give it back at once.
+void receiver_client::refill() {
     if (++used_since_grant_ >= std::max<std::uint32_t>(1, window_ / 2)) {
         grant(used_since_grant_);
         used_since_grant_ = 0;
     }
+}
+
+bool receiver_client::of_this_run(const proton::message& m) const {
+    const proton::message_id id = m.correlation_id();
+    return id.type() == proton::ULONG && proton::get<std::uint64_t>(id) == run_.run_id();
 }
 
 // Latency mode: tell the sender of this message (named by the message id) to

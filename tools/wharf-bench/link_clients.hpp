@@ -144,6 +144,8 @@ private:
     void on_receiver_detach(proton::receiver& r) override;
 
     void grant(std::uint32_t wanted);
+    void refill();  // one more message taken: give credit back in batches
+    bool of_this_run(const proton::message& m) const;
     void route_receipt(const proton::message& m);
 
     connection_client& owner_;

@@ -25,6 +25,7 @@ struct run_totals {
     std::uint64_t rejected = 0;
     std::uint64_t released = 0;
     std::uint64_t received = 0;
+    std::uint64_t foreign = 0;  // pair/latency: messages of other runs, settled and not counted
 };
 
 struct run_summary {
