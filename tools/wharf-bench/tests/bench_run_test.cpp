@@ -2,6 +2,7 @@
 
 #include "broker/common/testing/run_tool.hpp"
 #include "broker/server/tests/wharfd_process.hpp"
+#include "client/tests/mini_broker.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -95,6 +96,24 @@ TEST(wharf_bench, pair_and_latency_count_only_their_own_messages) {
         const auto rest = bench({"receive", "--url", node.url(), "--address", queue, "--drain-idle", "0.2"});
         EXPECT_EQ(rest.value("received", -1), 0) << rest.dump();
     }
+}
+
+// latency --at-most-once through a broker that drops every third message:
+// a pair whose message never arrives goes on after --drain-idle, and the run
+// ends and reports the loss. The pair used to wait for ever (the run failed
+// with "no progress" after --timeout).
+TEST(wharf_bench, latency_at_most_once_goes_on_after_a_lost_message) {
+    wharf::client::test::mini_broker_options o;
+    o.drop_every = 3;
+    wharf::client::test::mini_broker broker(o);
+    ASSERT_NE(broker.port(), 0);
+    const auto run = bench({"latency", "--url", broker.url(), "--address", "lossy", "--at-most-once", "--count", "30",
+                            "--drain-idle", "0.2"});
+    EXPECT_EQ(run.value("sent", 0), 30) << run.dump();
+    EXPECT_EQ(run.value("received", 0), 20) << run.dump();
+    EXPECT_EQ(run.value("lost", 0), 10) << run.dump();
+    EXPECT_EQ(broker.dropped(), 10);
+    EXPECT_TRUE(run.value("ok", false)) << run.dump();
 }
 
 } // namespace
