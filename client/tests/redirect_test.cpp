@@ -14,6 +14,10 @@
 #include <proton/symbol.hpp>
 #include <proton/value.hpp>
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <map>
@@ -28,6 +32,32 @@ std::vector<std::string> numbered(const std::string& prefix, int from, int to) {
     for (int i = from; i < to; ++i) out.push_back(prefix + std::to_string(i));
     return out;
 }
+
+// A port that takes TCP connections (the kernel completes the handshake into
+// the backlog) and never says a word: no AMQP header, no open.
+class silent_listener {
+  public:
+    silent_listener() {
+        fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        socklen_t len = sizeof a;
+        if (fd_ >= 0 && ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 && ::listen(fd_, 16) == 0 &&
+            ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+            port_ = ntohs(a.sin_port);
+    }
+    ~silent_listener() {
+        if (fd_ >= 0) ::close(fd_);
+    }
+    silent_listener(const silent_listener&) = delete;
+    silent_listener& operator=(const silent_listener&) = delete;
+    uint16_t port() const { return port_; }
+
+  private:
+    int fd_ = -1;
+    uint16_t port_ = 0;
+};
 
 bool mentions(const std::vector<std::string>& events, const std::string& part) {
     for (const auto& e : events)
@@ -115,6 +145,32 @@ TEST(redirect_client, an_unreachable_target_is_a_clear_error) {
               std::string::npos)
         << d;
     EXPECT_NE(d.find("cannot be reached"), std::string::npos) << d;
+    EXPECT_FALSE(mentions(rcv.events(), "receiver_open"));
+}
+
+// A redirect to a node that accepts the TCP connection and never answers
+// fails after attach_timeout, naming the target. It used to wait for ever.
+TEST(redirect_client, a_target_that_never_answers_fails_after_the_attach_timeout) {
+    silent_listener silent;
+    ASSERT_NE(silent.port(), 0);
+    redirect_peer peer("peer-a");
+    ASSERT_NE(peer.port(), 0);
+    peer.redirect_to(silent.port());
+    client_options o;
+    o.attach_timeout = std::chrono::seconds(1);
+    recorded_link rcv;
+    client_app app(o);
+    rcv.set_ref(app.client().open_receiver("127.0.0.1:" + std::to_string(peer.port()), "mute", rcv));
+    const auto f = rcv.wait_failure();
+    ASSERT_TRUE(f) << ::testing::PrintToString(rcv.events());
+    EXPECT_EQ(f->condition.name(), redirect_unreachable);
+    const std::string target = "127.0.0.1:" + std::to_string(silent.port());
+    const std::string d = f->condition.description();
+    EXPECT_NE(d.find("queue 'mute': peer-a (127.0.0.1:" + std::to_string(peer.port()) +
+                     ") redirected the link to " + target + ", which cannot be reached"),
+              std::string::npos)
+        << d;
+    EXPECT_NE(d.find("no open from " + target + " within 1 s"), std::string::npos) << d;
     EXPECT_FALSE(mentions(rcv.events(), "receiver_open"));
 }
 
