@@ -45,6 +45,15 @@ struct client_options {
     // when its queue moves; one redirected sooner counts on (so a pair of
     // nodes that accept and at once redirect cannot loop forever).
     std::chrono::milliseconds redirect_count_reset{1000};
+    // How long an attach may wait for the node: for the connection to open
+    // (a node that accepts TCP but never sends its open) and then for the
+    // answer to the attach. Past it the link fails: redirect-unreachable
+    // ("... redirected the link to HOST:PORT, which cannot be reached (no
+    // open from HOST:PORT within 60 s)"), or attach-failed for the
+    // application's own url. Longer than a Wharf node's park-timeout
+    // (default 30 s: an attach to a queue that is moving is answered when
+    // the move ends), so that a parked attach is not given up.
+    std::chrono::milliseconds attach_timeout{60000};
 };
 
 // One connection of the client, for diagnostics and tests.

@@ -26,6 +26,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <unistd.h>
@@ -56,10 +57,11 @@ class example_app : public link_handler {
     }
     int exit_code() const { return !failed_ && finished_ ? 0 : 1; }
     void summary() const {
-        std::printf("sent %d, confirmed %d, received %d of %d; queue '%s' served by node %s at %s "
-                    "(reached through %s, %d redirect(s))\n",
-                    sent_, confirmed_, received_, s_.count, s_.address.c_str(), served_by_.c_str(),
-                    receiver_ref_.node_address().c_str(), s_.url.c_str(), receiver_ref_.redirects());
+        std::printf("sent %d, confirmed %d, received %d of %d (%d duplicate(s)); queue '%s' served by node %s "
+                    "at %s (reached through %s, %d redirect(s))\n",
+                    sent_, confirmed_, static_cast<int>(received_.size()), s_.count, duplicates_,
+                    s_.address.c_str(), served_by_.c_str(), receiver_ref_.node_address().c_str(), s_.url.c_str(),
+                    receiver_ref_.redirects());
     }
     void give_up(const std::string& why) {
         std::fprintf(stderr, "wharf-example-redirect: %s\n", why.c_str());
@@ -70,6 +72,7 @@ class example_app : public link_handler {
   private:
     // ---- sender
     void on_sender_open(proton::sender& s) override {
+        sender_ = s;
         std::printf("sender attached to '%s' at node %s (%s)\n", s_.address.c_str(),
                     s.connection().container_id().c_str(), sender_ref_.node_address().c_str());
     }
@@ -92,14 +95,17 @@ class example_app : public link_handler {
     void on_tracker_reject(proton::tracker& t) override {
         give_up("message rejected: " + t.sender().error().what());
     }
-    // Released by the broker, or in flight when the queue moved: send again
-    // when the (new) sender has credit.
+    // Released by the broker, or in flight when the queue moved: send again,
+    // now if the sender has credit (no on_sendable may come: the credit is
+    // there already), else when the (new) sender gets some. A message
+    // released at a redirect comes after on_redirect, with no sender.
     void on_tracker_release(proton::tracker& t) override {
         if (auto it = in_flight_.find(t); it != in_flight_.end()) {
             to_send_.push_front(it->second);
             in_flight_.erase(it);
             --sent_;
         }
+        if (sender_) on_sendable(sender_);
     }
 
     // ---- receiver
@@ -111,12 +117,18 @@ class example_app : public link_handler {
     void on_message(proton::delivery&, proton::message& m) override {
         const std::string body = proton::get<std::string>(m.body());
         if (body.rfind(run_id_ + " ", 0) != 0) return; // left over from an earlier run: accepted, not counted
-        ++received_;
+        // At least once: a message re-sent after a redirect or a release may
+        // arrive twice. Count each id once.
+        const proton::message_id id = m.id();
+        if (id.type() != proton::ULONG || !received_.insert(proton::get<uint64_t>(id)).second) {
+            ++duplicates_;
+            return;
+        }
         finish_if_done();
     }
 
     void finish_if_done() {
-        if (received_ < s_.count || confirmed_ < s_.count || finished_) return;
+        if (static_cast<int>(received_.size()) < s_.count || confirmed_ < s_.count || finished_) return;
         finished_ = true;
         summary();
         client_.close();
@@ -124,6 +136,7 @@ class example_app : public link_handler {
 
     // ---- both
     void on_redirect(const wharf::client::redirect_info& r) override {
+        if (r.sender) sender_ = proton::sender(); // the old link: nothing more is sent on it
         std::printf("%s for '%s': node %s (%s) redirected to %s%s\n", r.sender ? "sender" : "receiver",
                     r.address.c_str(), r.from_node.c_str(), r.from.c_str(), r.to.c_str(),
                     r.established ? " (the queue moved)" : "");
@@ -141,7 +154,9 @@ class example_app : public link_handler {
     wharf::client::link_ref sender_ref_, receiver_ref_;
     std::deque<int> to_send_;
     std::map<proton::tracker, int> in_flight_;
-    int sent_ = 0, confirmed_ = 0, received_ = 0;
+    proton::sender sender_; // the current one (none between a redirect and the new open)
+    std::set<uint64_t> received_; // distinct message ids of this run
+    int sent_ = 0, confirmed_ = 0, duplicates_ = 0;
     bool failed_ = false;
     bool finished_ = false;
     std::string served_by_;

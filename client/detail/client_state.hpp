@@ -4,6 +4,7 @@
 // cluster_client (shared_ptr; links hold a weak_ptr). Any thread, under mu.
 
 #include "client/cluster_client.hpp"
+#include "client/detail/deadline_timer.hpp"
 #include "client/detail/node_connection.hpp"
 #include "client/redirect_target.hpp"
 
@@ -35,6 +36,10 @@ struct client_state {
     std::vector<std::shared_ptr<node_connection>> retired;         // ended, kept for Proton
     std::vector<std::shared_ptr<redirect_link>> links;             // every link, kept for Proton
     bool closed = false;
+
+    // Attach/open time-outs (client_options::attach_timeout). Declared last:
+    // destroyed (its thread joined) first.
+    deadline_timer timer;
 };
 
 } // namespace wharf::client::detail

@@ -46,6 +46,18 @@ bool node_connection::close() {
     return true; // still connecting: on_connection_open closes it
 }
 
+bool node_connection::give_up_connecting(const proton::error_condition& why) {
+    std::deque<node_task> failed;
+    {
+        std::lock_guard lock(mu_);
+        if (state_ != state::connecting) return false;
+        state_ = state::ended;
+        failed.swap(pending_);
+    }
+    for (auto& t : failed) t.fail(why);
+    return true;
+}
+
 std::string node_connection::describe() const {
     std::lock_guard lock(mu_);
     return node_id_.empty() ? where_key_ : node_id_ + " (" + where_key_ + ")";
@@ -114,6 +126,10 @@ void node_connection::on_connection_open(proton::connection& c) {
     bool close = false;
     {
         std::lock_guard lock(mu_);
+        if (state_ == state::ended) { // given up before it opened
+            c.close();
+            return;
+        }
         conn_ = c;
         state_ = state::open;
         wq_ = &c.work_queue();

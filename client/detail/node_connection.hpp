@@ -48,6 +48,10 @@ class node_connection final : public proton::messaging_handler,
     bool submit(node_task t);
     // Detaches the links on it and closes it. False if it had already ended.
     bool close();
+    // If it has not opened yet: ends it, failing its work with `why`, and
+    // true. Any thread (it has no thread before it opens). Should it open
+    // later, it is closed at once.
+    bool give_up_connecting(const proton::error_condition& why);
 
     const std::string& key() const { return where_key_; }
     const endpoint& where() const { return where_; }

@@ -38,6 +38,7 @@ template <class Wrapper> class c_handle : public Wrapper {
 };
 
 inline pn_link_t* c_link(const proton::link& l) { return c_handle<proton::link>(l).get(); }
+inline pn_delivery_t* c_delivery(const proton::transfer& t) { return c_handle<proton::transfer>(t).get(); }
 
 // A tracker (a transfer with no data of its own) for a C delivery.
 inline proton::tracker tracker_of(pn_delivery_t* d) {

@@ -27,7 +27,8 @@ redirect_link::redirect_link(const std::shared_ptr<client_state>& client, bool s
                              link_handler& app, proton::sender_options sopts, proton::receiver_options ropts)
     : client_(client), sender_role_(sender), opened_address_(address), app_(app), sopts_(std::move(sopts)),
       ropts_(std::move(ropts)), max_redirects_(client->options.max_redirects),
-      count_reset_(client->options.redirect_count_reset), address_(std::move(address)) {
+      count_reset_(client->options.redirect_count_reset), attach_timeout_(client->options.attach_timeout),
+      address_(std::move(address)) {
     sopts_.handler(*this);
     ropts_.handler(*this);
 }
@@ -96,6 +97,7 @@ void redirect_link::move_to(const endpoint& where, const std::string& vhost, con
     auto client = client_.lock();
     for (int attempt = 0; attempt < 3; ++attempt) {
         std::shared_ptr<node_connection> next = client ? client->node_for(where, vhost) : nullptr;
+        std::uint64_t this_move = 0;
         {
             std::lock_guard lock(mu_);
             if (closed_) return;
@@ -104,6 +106,7 @@ void redirect_link::move_to(const endpoint& where, const std::string& vhost, con
                 return;
             }
             node_ = next;
+            this_move = ++attempt_;
         }
         auto self = shared_from_this();
         const std::string target = where.key();
@@ -112,7 +115,13 @@ void redirect_link::move_to(const endpoint& where, const std::string& vhost, con
              [self, target, redirected_by](const proton::error_condition& why) {
                  self->unreachable(target, redirected_by, why);
              }});
-        if (queued) return;
+        if (queued) {
+            const std::weak_ptr<redirect_link> weak = self;
+            client->timer.add(clock::now() + attach_timeout_, [weak, this_move, target] {
+                if (auto l = weak.lock()) l->attach_timed_out(this_move, target);
+            });
+            return;
+        }
         // That connection ended between node_for() and submit(): ask again.
     }
     fail(attach_failed, "queue '" + address_ + "': no connection to " + where.key() + " could be made");
@@ -160,6 +169,44 @@ void redirect_link::unreachable(const std::string& target, const std::string& re
                                                               ", which cannot be reached (" + why.what() + ")"));
 }
 
+std::string redirect_link::timeout_text() const {
+    const auto ms = attach_timeout_.count();
+    return ms % 1000 == 0 ? std::to_string(ms / 1000) + " s" : std::to_string(ms) + " ms";
+}
+
+// attach_timeout_ after move_to(): if the connection has not opened, give it
+// up (its work fails, ours with it: unreachable() reports); if it has, see
+// on its thread whether the attach was answered.
+void redirect_link::attach_timed_out(std::uint64_t attempt, const std::string& target) {
+    std::shared_ptr<node_connection> node;
+    {
+        std::lock_guard lock(mu_);
+        if (closed_ || attempt != attempt_) return;
+        node = node_;
+    }
+    if (!node) return;
+    if (node->give_up_connecting(
+            proton::error_condition(attach_failed, "no open from " + target + " within " + timeout_text())))
+        return;
+    auto self = shared_from_this();
+    node->submit({[self, attempt, target](proton::connection&) { self->attach_unanswered(attempt, target); },
+                  [](const proton::error_condition&) {}});
+}
+
+void redirect_link::attach_unanswered(std::uint64_t attempt, const std::string& target) {
+    {
+        std::lock_guard lock(mu_);
+        if (closed_ || attempt != attempt_) return;
+    }
+    if (open_) return;
+    const std::string what = "no attach from " + target + " within " + timeout_text();
+    if (chain_.empty()) fail(attach_failed, "queue '" + opened_address_ + "': " + what);
+    else
+        fail(redirect_unreachable, "queue '" + opened_address_ + "': " + chain_.back() +
+                                       " redirected the link to " + target + ", which cannot be reached (" + what +
+                                       ")");
+}
+
 void redirect_link::close_local() {
     proton::link l = sender_role_ ? proton::link(sender_) : proton::link(receiver_);
     if (l && l.active() && !local_closed(l)) l.close();
@@ -203,10 +250,12 @@ bool redirect_link::will_follow(const proton::link& l) const {
     return !closed_;
 }
 
+// The chain of redirects is not cleared here: a node that opens the link
+// and redirects it at once would restart the count every time. follow()
+// clears it when the link stayed open for redirect_count_reset.
 void redirect_link::opened(const proton::link&) {
     open_ = true;
     opened_at_ = clock::now();
-    chain_.clear();
 }
 
 // The current link was detached (closing or not) by the peer.

@@ -24,6 +24,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -60,6 +61,9 @@ class redirect_link final : public proton::messaging_handler,
     void attach(const std::shared_ptr<node_connection>& node, proton::connection& c);
     void unreachable(const std::string& target, const std::string& redirected_by,
                      const proton::error_condition& why);
+    void attach_timed_out(std::uint64_t attempt, const std::string& target); // the timer's thread
+    void attach_unanswered(std::uint64_t attempt, const std::string& target); // the connection's thread
+    std::string timeout_text() const;
     bool dispatch(const std::shared_ptr<proton::work>& f);
 
     bool is_current(const proton::link& l) const;
@@ -101,10 +105,12 @@ class redirect_link final : public proton::messaging_handler,
     proton::receiver_options ropts_;
     const int max_redirects_;
     const std::chrono::milliseconds count_reset_;
+    const std::chrono::milliseconds attach_timeout_;
 
     mutable std::mutex mu_;
     std::shared_ptr<node_connection> node_; // where it is, or is going
     bool closed_ = false;                   // by the application, or over
+    std::uint64_t attempt_ = 0;             // counts move_to()s: a time-out is for one of them
 
     std::atomic<int> redirects_{0};
     std::atomic<pn_link_t*> current_{nullptr}; // the Proton link standing for it

@@ -1,6 +1,7 @@
 #include "client/management/mgmt_client.hpp"
 
 #include "client/cluster_client.hpp"
+#include "client/detail/pn_bridge.hpp"
 
 #include <proton/container.hpp>
 #include <proton/delivery.hpp>
@@ -10,6 +11,7 @@
 #include <proton/sender.hpp>
 #include <proton/source.hpp>
 #include <proton/source_options.hpp>
+#include <proton/tracker.hpp>
 #include <proton/types.hpp>
 
 #include <condition_variable>
@@ -46,13 +48,14 @@ class mgmt_handler final : public client::link_handler {
     bool closing = false;
     std::optional<std::string> unreachable_why, refused_why;
     std::map<std::string, proton::message> replies;
+    std::map<std::string, std::string> rejected; // request id -> the node's condition
     client::link_ref sender_ref;
 
     client::cluster_client* client = nullptr; // set before the container runs
 
     // The connection's thread: sends m now, or once the sender is open.
     void send(const proton::message& m) {
-        if (sender_ && sender_.active()) sender_.send(m);
+        if (sender_ && sender_.active()) in_flight_[sender_.send(m)] = id_text(m.id());
         else pending_.push_back(m);
     }
 
@@ -74,7 +77,7 @@ class mgmt_handler final : public client::link_handler {
     }
     void on_sender_open(proton::sender& s) override {
         sender_ = s;
-        for (auto& m : pending_) sender_.send(m);
+        for (auto& m : pending_) in_flight_[sender_.send(m)] = id_text(m.id());
         pending_.clear();
         std::lock_guard l(mu);
         sender_open = true;
@@ -83,6 +86,20 @@ class mgmt_handler final : public client::link_handler {
     void on_redirect(const client::redirect_info& r) override {
         if (r.sender) sender_ = proton::sender();
     }
+    // The node refused the request itself: no answer will come.
+    void on_tracker_reject(proton::tracker& t) override {
+        const auto it = in_flight_.find(t);
+        if (it == in_flight_.end()) return;
+        pn_condition_t* c = pn_disposition_condition(pn_delivery_remote(client::detail::c_delivery(t)));
+        std::string why = pn_condition_is_set(c) ? pn_condition_get_name(c) : "rejected";
+        if (const char* d = pn_condition_get_description(c); pn_condition_is_set(c) && d != nullptr && *d != 0)
+            why += std::string(": ") + d;
+        std::lock_guard l(mu);
+        rejected[it->second] = why;
+        in_flight_.erase(it);
+        cv.notify_all();
+    }
+    void on_tracker_settle(proton::tracker& t) override { in_flight_.erase(t); }
     void on_message(proton::delivery&, proton::message& m) override {
         std::lock_guard l(mu);
         replies[id_text(m.correlation_id())] = m;
@@ -109,6 +126,7 @@ class mgmt_handler final : public client::link_handler {
     const std::string broker_;
     proton::sender sender_;                 // connection thread
     std::deque<proton::message> pending_;   // connection thread
+    std::map<proton::tracker, std::string> in_flight_; // connection thread: sent, not settled
 };
 
 std::string seconds(std::chrono::milliseconds t) {
@@ -197,8 +215,13 @@ mgmt_reply mgmt_client::call(const mgmt_request& r) {
 
     std::unique_lock l(h.mu);
     h.cv.wait_until(l, clock::now() + timeout_, [&] {
-        return h.replies.count(id) != 0 || h.unreachable_why || h.refused_why;
+        return h.replies.count(id) != 0 || h.rejected.count(id) != 0 || h.unreachable_why || h.refused_why;
     });
+    if (auto rej = h.rejected.find(id); rej != h.rejected.end()) {
+        const std::string why = rej->second;
+        h.rejected.erase(rej);
+        throw refused(broker_ + " refused the request: " + why);
+    }
     auto it = h.replies.find(id);
     if (it == h.replies.end()) {
         if (h.refused_why) throw refused(*h.refused_why);

@@ -10,7 +10,8 @@
 // the constructor wait on the caller's thread, each up to the timeout.
 // Failures are exceptions on the caller's thread (never in a Proton
 // callback): `unreachable` when there is no working connection or no
-// answer in time, `refused` when the node refuses the links.
+// answer in time, `refused` when the node refuses the links or rejects a
+// request (call() then throws at once, with the node's condition).
 
 #include "client/management/datum.hpp"
 

@@ -17,8 +17,8 @@
 
 namespace wharf::client::test {
 
-redirect_peer::redirect_peer(const std::string& container_id, int hold)
-    : hold_(hold), container_(*this, container_id) {
+redirect_peer::redirect_peer(const std::string& container_id, redirect_peer_options o)
+    : hold_(o.hold), open_then_redirect_(o.open_then_redirect), container_(*this, container_id) {
     container_.auto_stop(false);
     thread_ = std::thread([this] { container_.run(); });
     std::unique_lock lock(mu_);
@@ -86,13 +86,22 @@ std::string redirect_peer::address_of(pn_link_t* c) {
     return a != nullptr ? a : "";
 }
 
-// Refuses the attach the way wharfd does: a null terminus, then the redirect.
-void redirect_peer::on_sender_open(proton::sender& s) {
-    ++attaches_;
-    pn_link_t* c = detail::c_link(s);
-    pn_terminus_set_type(pn_link_source(c), PN_UNSPECIFIED);
+// Refuses the attach the way wharfd does (a null terminus, then the
+// redirect), or opens the link as asked and then redirects it.
+void redirect_peer::refuse_or_open(pn_link_t* c, bool sender) {
+    if (open_then_redirect_) {
+        pn_terminus_copy(pn_link_source(c), pn_link_remote_source(c));
+        pn_terminus_copy(pn_link_target(c), pn_link_remote_target(c));
+    } else {
+        pn_terminus_set_type(sender ? pn_link_source(c) : pn_link_target(c), PN_UNSPECIFIED);
+    }
     pn_link_open(c);
     redirect(c, address_of(c));
+}
+
+void redirect_peer::on_sender_open(proton::sender& s) {
+    ++attaches_;
+    refuse_or_open(detail::c_link(s), true);
 }
 
 void redirect_peer::on_receiver_open(proton::receiver& r) {
@@ -102,9 +111,7 @@ void redirect_peer::on_receiver_open(proton::receiver& r) {
         r.open(proton::receiver_options().credit_window(hold_ * 2).auto_accept(false));
         return;
     }
-    pn_terminus_set_type(pn_link_target(c), PN_UNSPECIFIED);
-    pn_link_open(c);
-    redirect(c, address_of(c));
+    refuse_or_open(c, false);
 }
 
 void redirect_peer::on_message(proton::delivery& d, proton::message&) {

@@ -5,8 +5,11 @@
 // network-host, port, address}. Two of them pointing at each other make a
 // redirect loop. With `hold` > 0 it accepts producers' links instead, takes
 // `hold` messages without settling them, and then redirects the link (an
-// established link whose queue moved). Its container runs on a thread of its
-// own; port() and redirect_to() may be called from the test's thread.
+// established link whose queue moved). With `open_then_redirect` it accepts
+// every attach (a real terminus) and redirects the link at once, in the same
+// callback: two of them make a loop of links that open. Its container runs
+// on a thread of its own; port() and redirect_to() may be called from the
+// test's thread.
 
 #include <proton/container.hpp>
 #include <proton/error_condition.hpp>
@@ -27,9 +30,14 @@ struct pn_link_t;
 
 namespace wharf::client::test {
 
+struct redirect_peer_options {
+    int hold = 0;                    // > 0: take this many messages, then redirect
+    bool open_then_redirect = false; // open every link, then redirect it at once
+};
+
 class redirect_peer : public proton::messaging_handler, public proton::listen_handler {
   public:
-    explicit redirect_peer(const std::string& container_id, int hold = 0);
+    explicit redirect_peer(const std::string& container_id, redirect_peer_options o = {});
     ~redirect_peer();
     redirect_peer(const redirect_peer&) = delete;
     redirect_peer& operator=(const redirect_peer&) = delete;
@@ -40,6 +48,7 @@ class redirect_peer : public proton::messaging_handler, public proton::listen_ha
 
   private:
     void redirect(pn_link_t* c, const std::string& address);
+    void refuse_or_open(pn_link_t* c, bool sender);
     static std::string address_of(pn_link_t* c);
 
     void on_container_start(proton::container& c) override;
@@ -58,6 +67,7 @@ class redirect_peer : public proton::messaging_handler, public proton::listen_ha
     void on_error(proton::listener&, const std::string&) override;
 
     const int hold_;
+    const bool open_then_redirect_;
     std::map<pn_link_t*, int> held_; // container thread only
     proton::container container_;
     std::thread thread_;

@@ -14,7 +14,12 @@
 #include <proton/symbol.hpp>
 #include <proton/value.hpp>
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <string>
 #include <vector>
@@ -27,6 +32,32 @@ std::vector<std::string> numbered(const std::string& prefix, int from, int to) {
     for (int i = from; i < to; ++i) out.push_back(prefix + std::to_string(i));
     return out;
 }
+
+// A port that takes TCP connections (the kernel completes the handshake into
+// the backlog) and never says a word: no AMQP header, no open.
+class silent_listener {
+  public:
+    silent_listener() {
+        fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        socklen_t len = sizeof a;
+        if (fd_ >= 0 && ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 && ::listen(fd_, 16) == 0 &&
+            ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+            port_ = ntohs(a.sin_port);
+    }
+    ~silent_listener() {
+        if (fd_ >= 0) ::close(fd_);
+    }
+    silent_listener(const silent_listener&) = delete;
+    silent_listener& operator=(const silent_listener&) = delete;
+    uint16_t port() const { return port_; }
+
+  private:
+    int fd_ = -1;
+    uint16_t port_ = 0;
+};
 
 bool mentions(const std::vector<std::string>& events, const std::string& part) {
     for (const auto& e : events)
@@ -117,6 +148,32 @@ TEST(redirect_client, an_unreachable_target_is_a_clear_error) {
     EXPECT_FALSE(mentions(rcv.events(), "receiver_open"));
 }
 
+// A redirect to a node that accepts the TCP connection and never answers
+// fails after attach_timeout, naming the target. It used to wait for ever.
+TEST(redirect_client, a_target_that_never_answers_fails_after_the_attach_timeout) {
+    silent_listener silent;
+    ASSERT_NE(silent.port(), 0);
+    redirect_peer peer("peer-a");
+    ASSERT_NE(peer.port(), 0);
+    peer.redirect_to(silent.port());
+    client_options o;
+    o.attach_timeout = std::chrono::seconds(1);
+    recorded_link rcv;
+    client_app app(o);
+    rcv.set_ref(app.client().open_receiver("127.0.0.1:" + std::to_string(peer.port()), "mute", rcv));
+    const auto f = rcv.wait_failure();
+    ASSERT_TRUE(f) << ::testing::PrintToString(rcv.events());
+    EXPECT_EQ(f->condition.name(), redirect_unreachable);
+    const std::string target = "127.0.0.1:" + std::to_string(silent.port());
+    const std::string d = f->condition.description();
+    EXPECT_NE(d.find("queue 'mute': peer-a (127.0.0.1:" + std::to_string(peer.port()) +
+                     ") redirected the link to " + target + ", which cannot be reached"),
+              std::string::npos)
+        << d;
+    EXPECT_NE(d.find("no open from " + target + " within 1 s"), std::string::npos) << d;
+    EXPECT_FALSE(mentions(rcv.events(), "receiver_open"));
+}
+
 TEST(redirect_client, not_found_reaches_the_application_unchanged) {
     server::test::wharfd_options w;
     w.config_toml = "auto-create-queues = false\n";
@@ -163,10 +220,40 @@ TEST(redirect_client, a_redirect_loop_stops_after_max_redirects) {
     EXPECT_EQ(app.client().connections().size(), 2u); // each peer's connection was reused
 }
 
+// Each peer opens the link and redirects it in the same breath: the link is
+// open every time, but never for redirect_count_reset, so the count goes on.
+TEST(redirect_client, a_loop_of_links_that_open_and_are_redirected_at_once_stops_too) {
+    for (bool sender : {true, false}) {
+        SCOPED_TRACE(sender ? "sender" : "receiver");
+        redirect_peer a("peer-a", {.open_then_redirect = true}), b("peer-b", {.open_then_redirect = true});
+        ASSERT_NE(a.port(), 0);
+        ASSERT_NE(b.port(), 0);
+        a.redirect_to(b.port());
+        b.redirect_to(a.port());
+        client_options o;
+        o.max_redirects = 5;
+        o.redirect_count_reset = std::chrono::seconds(10);
+        recorded_link l;
+        client_app app(o);
+        const std::string url = "127.0.0.1:" + std::to_string(a.port());
+        l.set_ref(sender ? app.client().open_sender(url, "loop", l) : app.client().open_receiver(url, "loop", l));
+        const auto f = l.wait_failure();
+        ASSERT_TRUE(f) << "redirects followed: " << l.ref().redirects();
+        EXPECT_EQ(f->condition.name(), too_many_redirects);
+        const std::string pa = "peer-a (127.0.0.1:" + std::to_string(a.port()) + ")";
+        const std::string pb = "peer-b (127.0.0.1:" + std::to_string(b.port()) + ")";
+        EXPECT_NE(f->condition.description().find("more than 5 redirects: " + pa + " -> " + pb + " -> " + pa),
+                  std::string::npos)
+            << f->condition.description();
+        EXPECT_EQ(a.attaches() + b.attaches(), 6);
+        EXPECT_EQ(l.ref().redirects(), 5);
+    }
+}
+
 TEST(redirect_client, in_flight_messages_of_a_redirected_sender_are_released_and_sent_again) {
     server::test::wharfd_process node;
     ASSERT_TRUE(node.listening());
-    redirect_peer peer("peer-a", 3); // takes 3 messages, settles none, then redirects
+    redirect_peer peer("peer-a", {.hold = 3}); // takes 3 messages, settles none, then redirects
     ASSERT_NE(peer.port(), 0);
     peer.redirect_to(node.port());
     recorded_link snd, rcv; // handlers outlive the client

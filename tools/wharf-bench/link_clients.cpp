@@ -66,11 +66,14 @@ sender_client::sender_client(run_control& run, connection_client& owner, int lin
       pre_settled_(run.options().at_most_once), stamp_body_(run.options().end_to_end()),
       one_at_a_time_(run.options().mode == bench_mode::latency),
       time_accepts_(run.options().mode == bench_mode::send && !run.options().at_most_once),
+      loss_possible_(run.options().mode == bench_mode::latency && run.options().at_most_once),
       in_flight_(static_cast<std::uint64_t>(run.options().in_flight)),
       body_(run.options().size, static_cast<std::uint8_t>('w')), tag_(sizeof(std::uint64_t), 0) {
     // The id names the sending link, so a receiver in latency mode can tell
     // which link pair a message belongs to. Set once, never per message.
     message_.id(static_cast<std::uint64_t>(link_index));
+    // pair/latency: the receivers count only the messages of this run.
+    if (stamp_body_) message_.correlation_id(run.run_id());
     message_.durable(run.options().durable);
     message_.body(body_);
     if (time_accepts_) {
@@ -124,7 +127,33 @@ void sender_client::on_redirect(const wharf::client::redirect_info&) {
     queue_.store(nullptr, std::memory_order_release);
 }
 
-void sender_client::request_send() {
+void sender_client::request_send(std::uint64_t sent_at) {
+    if (sent_at != last_sent_at_) return;  // a receipt for a message already given up
+    send_wanted_ = true;
+    pump();
+}
+
+// Latency mode, at-most-once: a pre-settled message may be lost, and its
+// receipt never come. After --drain-idle without one the pair goes on (the
+// message counts as lost: sent, never received), so the run can end.
+void sender_client::arm_loss_timer(std::uint64_t after_ns) {
+    if (loss_timer_armed_ || !sender_) return;
+    loss_timer_armed_ = true;
+    // The timer runs on this connection's thread; the check goes to the
+    // link's thread, wherever the link is by then.
+    sender_.work_queue().schedule(proton::duration(static_cast<proton::duration::numeric_type>(after_ns / 1'000'000 + 1)),
+                                  [this] { post([this] { check_lost(); }); });
+}
+
+void sender_client::check_lost() {
+    loss_timer_armed_ = false;
+    if (send_wanted_ || closing()) return;
+    const std::uint64_t idle_ns = static_cast<std::uint64_t>(run_.options().drain_idle * 1e9);
+    const std::uint64_t waited = now_ns() - last_sent_at_;
+    if (waited < idle_ns) {
+        arm_loss_timer(idle_ns - waited);
+        return;
+    }
     send_wanted_ = true;
     pump();
 }
@@ -160,6 +189,8 @@ void sender_client::send_one() {
     sender_.send(message_, tag_);
     ++sent_;
     send_wanted_ = false;
+    last_sent_at_ = now;
+    if (loss_possible_) arm_loss_timer(static_cast<std::uint64_t>(run_.options().drain_idle * 1e9));
     link_counters& counters = run_.counters();
     link_counters::bump(counters.sent);
     if (pre_settled_) {
@@ -266,38 +297,55 @@ void receiver_client::on_message(proton::delivery& d, proton::message& m) {
         return;
     }
     const std::uint64_t now = now_ns();
+    if (read_stamp_ && !of_this_run(m)) {
+        // Left on the queue by an earlier run (or another producer): take it
+        // off (auto-accept settles it) without timing or counting it.
+        link_counters::bump(run_.counters().foreign);
+        refill();
+        return;
+    }
     if (read_stamp_) {
+        std::uint64_t sent_at = 0;
         const proton::value& body = m.body();
         if (body.type() == proton::BINARY) {
             const auto bytes = proton::get<proton::binary>(body);
             if (bytes.size() >= sizeof(std::uint64_t)) {
-                const std::uint64_t sent_at = get_u64(reinterpret_cast<const unsigned char*>(bytes.data()));
+                sent_at = get_u64(reinterpret_cast<const unsigned char*>(bytes.data()));
                 if (sent_at <= now) run_.e2e_latency().record(now - sent_at);
             }
         }
-        if (run_.options().mode == bench_mode::latency) route_receipt(m);
+        if (run_.options().mode == bench_mode::latency) route_receipt(m, sent_at);
     }
     link_counters& counters = run_.counters();
     link_counters::bump(counters.received);
     counters.last_progress_ns.store(now, std::memory_order_relaxed);
-    // Refill in batches: once half the window is used, give it back at once.
+    refill();
+}
+
+// Refill in batches: once half the window is used, give it back at once.
+void receiver_client::refill() {
     if (++used_since_grant_ >= std::max<std::uint32_t>(1, window_ / 2)) {
         grant(used_since_grant_);
         used_since_grant_ = 0;
     }
 }
 
+bool receiver_client::of_this_run(const proton::message& m) const {
+    const proton::message_id id = m.correlation_id();
+    return id.type() == proton::ULONG && proton::get<std::uint64_t>(id) == run_.run_id();
+}
+
 // Latency mode: tell the sender of this message (named by the message id) to
 // send its next one; it may live on another connection, whose thread this is not.
-void receiver_client::route_receipt(const proton::message& m) {
+void receiver_client::route_receipt(const proton::message& m, std::uint64_t sent_at) {
     const proton::message_id id = m.id();
     if (id.type() != proton::ULONG) return;
     const auto index = proton::get<std::uint64_t>(id);
     if (index >= senders_.size()) return;
     sender_client* origin = senders_[index];
     if (origin->current_queue() == &receiver_.work_queue()) {
-        origin->request_send(); // same connection: this thread
-    } else if (!origin->post([origin] { origin->request_send(); })) {
+        origin->request_send(sent_at); // same connection: this thread
+    } else if (!origin->post([origin, sent_at] { origin->request_send(sent_at); })) {
         // That link is gone; its pair is over.
     }
 }

@@ -60,9 +60,10 @@ public:
     sender_client(run_control& run, connection_client& owner, int link_index, std::uint64_t quota);
 
     void open(wharf::client::cluster_client& client);
-    // Latency mode: our previous message has arrived; send the next one.
-    // On this link's thread.
-    void request_send();
+    // Latency mode: our message sent at `sent_at` (its body's stamp) has
+    // arrived; send the next one. A receipt for an older message (one given
+    // up as lost) is ignored. On this link's thread.
+    void request_send(std::uint64_t sent_at);
     // Runs f on this link's thread. False if the link is gone. Any thread.
     bool post(proton::work f);
     // Re-checks whether this link is done (after the stop flag was set). Any thread.
@@ -89,6 +90,8 @@ private:
 
     void pump();
     void send_one();
+    void arm_loss_timer(std::uint64_t after_ns);
+    void check_lost();
     void record_accept_latency(const proton::tracker& t);
 
     connection_client& owner_;
@@ -98,6 +101,7 @@ private:
     const bool stamp_body_;      // pair/latency: body starts with the send time
     const bool one_at_a_time_;   // latency mode
     const bool time_accepts_;    // send mode, at-least-once
+    const bool loss_possible_;   // latency mode, at-most-once: a message may never arrive
     const std::uint64_t in_flight_;
     std::mutex link_mutex_;  // link_ is set on a container thread, used from any
     wharf::client::link_ref link_;
@@ -109,6 +113,8 @@ private:
     std::uint64_t sent_ = 0;
     std::uint64_t settled_ = 0;
     bool send_wanted_ = true;    // latency mode: the previous message has arrived
+    std::uint64_t last_sent_at_ = 0;  // latency mode: the stamp of the message in flight
+    bool loss_timer_armed_ = false;
     // Send time by delivery sequence, slot = seq & mask; the seq is stored too
     // so a slot reused before its accept came back is not misread.
     std::vector<std::uint64_t> send_times_;
@@ -144,7 +150,9 @@ private:
     void on_receiver_detach(proton::receiver& r) override;
 
     void grant(std::uint32_t wanted);
-    void route_receipt(const proton::message& m);
+    void refill();  // one more message taken: give credit back in batches
+    bool of_this_run(const proton::message& m) const;
+    void route_receipt(const proton::message& m, std::uint64_t sent_at);
 
     connection_client& owner_;
     const int link_index_;

@@ -13,7 +13,7 @@ constexpr std::uint64_t ns_per_s = 1'000'000'000;
 
 std::uint64_t to_ns(double seconds) { return static_cast<std::uint64_t>(seconds * 1e9); }
 
-std::uint64_t progress_sum(const run_totals& t) { return t.sent + t.settled + t.received; }
+std::uint64_t progress_sum(const run_totals& t) { return t.sent + t.settled + t.received + t.foreign; }
 
 } // namespace
 

@@ -1,10 +1,20 @@
 #include "tools/wharf-bench/run_control.hpp"
 
 #include <algorithm>
+#include <random>
 
 namespace wharf::bench {
 
-run_control::run_control(const bench_options& options) : options_(options) {
+namespace {
+
+std::uint64_t random_run_id() {
+    std::random_device rd;
+    return (static_cast<std::uint64_t>(rd()) << 32) ^ rd() ^ now_ns();
+}
+
+} // namespace
+
+run_control::run_control(const bench_options& options) : options_(options), run_id_(random_run_id()) {
     if (options.mode != bench_mode::receive || !options.count) return;
     // The budget of each queue is what `send --count N` with the same
     // --connections/--links/--queues put on it, so that a receiver never holds
@@ -34,6 +44,7 @@ run_totals run_control::totals() const {
         t.rejected += c.rejected.load(std::memory_order_relaxed);
         t.released += c.released.load(std::memory_order_relaxed);
         t.received += c.received.load(std::memory_order_relaxed);
+        t.foreign += c.foreign.load(std::memory_order_relaxed);
     });
     return t;
 }

@@ -35,6 +35,7 @@ struct alignas(64) link_counters {
     std::atomic<std::uint64_t> rejected{0};
     std::atomic<std::uint64_t> released{0};  // released or modified
     std::atomic<std::uint64_t> received{0};
+    std::atomic<std::uint64_t> foreign{0};   // pair/latency: arrived, not of this run (settled, not counted)
     std::atomic<std::uint64_t> last_progress_ns{0};
 
     static void bump(std::atomic<std::uint64_t>& c) {
@@ -47,6 +48,11 @@ public:
     explicit run_control(const bench_options& options);
 
     const bench_options& options() const { return options_; }
+
+    // Marks this run's messages in pair and latency mode (their correlation
+    // id), so that receivers tell them from what earlier runs or other
+    // producers left on the queue. Random, fixed for the run.
+    std::uint64_t run_id() const { return run_id_; }
 
     // Senders stop starting new messages once this is set (duration over,
     // error, or shutdown).
@@ -88,6 +94,7 @@ public:
 
 private:
     const bench_options& options_;
+    const std::uint64_t run_id_;
     std::atomic<bool> stop_sending_{false};
     std::atomic<bool> failed_{false};
     mutable std::mutex error_mutex_;

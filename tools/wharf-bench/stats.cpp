@@ -52,6 +52,11 @@ void print_text(std::ostream& out, const run_summary& s) {
             << s.totals.released << "\n";
     out << "  received    " << s.totals.received << "  (" << fixed(s.rate(s.totals.received), 0)
         << " msgs/s)\n";
+    if (o.at_most_once && o.end_to_end())
+        out << "  lost        " << lost_of(s.totals) << "  (sent pre-settled, never arrived)\n";
+    if (s.totals.foreign > 0)
+        out << "  foreign     " << s.totals.foreign
+            << "  (already on the queue, not of this run: settled, not counted)\n";
     out << "  throughput  " << fixed(s.rate(s.primary_count()), 0) << " msgs/s, "
         << fixed(s.megabytes_per_s(), 2) << " MB/s (body bytes)\n";
     if (!s.latency_kind.empty() && s.latency.count() > 0) {
@@ -82,7 +87,9 @@ void print_json(std::ostream& out, const run_summary& s) {
         << ",\"credit\":" << o.credit << ",\"in_flight\":" << o.in_flight << ",\"threads\":" << o.threads
         << ",\"sent\":" << s.totals.sent << ",\"accepted\":" << s.totals.accepted
         << ",\"rejected\":" << s.totals.rejected << ",\"released\":" << s.totals.released
-        << ",\"received\":" << s.totals.received << ",\"elapsed_s\":" << fixed(s.elapsed_s, 6)
+        << ",\"received\":" << s.totals.received << ",\"foreign\":" << s.totals.foreign << ",\"lost\":"
+        << (o.at_most_once && o.end_to_end() ? std::to_string(lost_of(s.totals)) : std::string("null"))
+        << ",\"elapsed_s\":" << fixed(s.elapsed_s, 6)
         << ",\"setup_s\":" << fixed(s.setup_s, 6)
         << ",\"steady_per_s\":" << (s.steady_per_s < 0 ? std::string("null") : fixed(s.steady_per_s, 1))
         << ",\"sent_per_s\":" << fixed(s.rate(s.totals.sent), 1)

@@ -25,7 +25,11 @@ struct run_totals {
     std::uint64_t rejected = 0;
     std::uint64_t released = 0;
     std::uint64_t received = 0;
+    std::uint64_t foreign = 0;  // pair/latency: messages of other runs, settled and not counted
 };
+
+// pair/latency at-most-once: this run's messages that never arrived.
+inline std::uint64_t lost_of(const run_totals& t) { return t.sent > t.received ? t.sent - t.received : 0; }
 
 struct run_summary {
     const bench_options* options = nullptr;

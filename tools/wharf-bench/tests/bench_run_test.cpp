@@ -2,6 +2,7 @@
 
 #include "broker/common/testing/run_tool.hpp"
 #include "broker/server/tests/wharfd_process.hpp"
+#include "client/tests/mini_broker.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -70,6 +71,49 @@ TEST(wharf_bench, pair_over_many_links_counts_every_message) {
     EXPECT_GT(timed.value("received", 0), 0) << timed.dump();
     EXPECT_EQ(timed.value("received", 0), timed.value("accepted", -1)) << timed.dump();
     EXPECT_GT(timed.value("steady_per_s", 0.0), 0.0) << timed.dump();
+}
+
+// pair and latency count only the messages of their own run: what earlier
+// runs left on the queue is taken off, reported as foreign, and neither
+// counted as received nor timed. They used to count it (send 5000, then
+// pair 500: received 1400, with their own 500 still on the queue).
+TEST(wharf_bench, pair_and_latency_count_only_their_own_messages) {
+    wharfd_process node;
+    ASSERT_TRUE(node.listening()) << node.stderr_text();
+    for (const std::string& mode : std::vector<std::string>{"pair", "latency"}) {
+        SCOPED_TRACE(mode);
+        const std::string queue = "leftover-" + mode;
+        const auto left = bench({"send", "--url", node.url(), "--address", queue, "--count", "2000"});
+        ASSERT_EQ(left.value("accepted", 0), 2000) << left.dump();
+        const int count = mode == "pair" ? 500 : 50;
+        const auto run = bench({mode, "--url", node.url(), "--address", queue, "--count", std::to_string(count)});
+        EXPECT_EQ(run.value("accepted", 0), count) << run.dump();
+        EXPECT_EQ(run.value("received", 0), count) << run.dump();
+        EXPECT_EQ(run.value("foreign", 0), 2000) << run.dump();
+        ASSERT_TRUE(run["latency"].is_object()) << run.dump();
+        EXPECT_EQ(run["latency"].value("samples", 0), count) << run.dump();
+        // Its own messages were all taken: nothing is left behind.
+        const auto rest = bench({"receive", "--url", node.url(), "--address", queue, "--drain-idle", "0.2"});
+        EXPECT_EQ(rest.value("received", -1), 0) << rest.dump();
+    }
+}
+
+// latency --at-most-once through a broker that drops every third message:
+// a pair whose message never arrives goes on after --drain-idle, and the run
+// ends and reports the loss. The pair used to wait for ever (the run failed
+// with "no progress" after --timeout).
+TEST(wharf_bench, latency_at_most_once_goes_on_after_a_lost_message) {
+    wharf::client::test::mini_broker_options o;
+    o.drop_every = 3;
+    wharf::client::test::mini_broker broker(o);
+    ASSERT_NE(broker.port(), 0);
+    const auto run = bench({"latency", "--url", broker.url(), "--address", "lossy", "--at-most-once", "--count", "30",
+                            "--drain-idle", "0.2"});
+    EXPECT_EQ(run.value("sent", 0), 30) << run.dump();
+    EXPECT_EQ(run.value("received", 0), 20) << run.dump();
+    EXPECT_EQ(run.value("lost", 0), 10) << run.dump();
+    EXPECT_EQ(broker.dropped(), 10);
+    EXPECT_TRUE(run.value("ok", false)) << run.dump();
 }
 
 } // namespace

@@ -1,0 +1,42 @@
+// The built wharfctl against a scripted AMQP peer: what a user sees when the
+// node refuses a request.
+
+#include "broker/common/testing/run_tool.hpp"
+#include "client/tests/mini_broker.hpp"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+
+namespace wharf::ctl::test {
+namespace {
+
+using wharf::client::test::mini_broker;
+using wharf::client::test::mini_broker_options;
+using wharf::test_support::run_tool;
+
+// A request the node rejects fails at once, with the node's condition and
+// exit 1. It used to wait out --timeout and report "no answer" (exit 3).
+TEST(wharfctl, a_rejected_request_fails_at_once_with_the_nodes_condition) {
+    mini_broker_options o;
+    o.reject_address = "$management";
+    o.reject_condition = "amqp:invalid-field";
+    o.reject_description = "reply-to 'x' is a queue of node n2, not of this node";
+    mini_broker node(o);
+    ASSERT_NE(node.port(), 0);
+    std::string out;
+    const auto started = std::chrono::steady_clock::now();
+    const auto code = run_tool({WHARFCTL_PATH, "-b", node.url(), "--timeout", "30", "query", "queue"},
+                               std::chrono::seconds(50), &out);
+    EXPECT_EQ(code, std::optional<int>(1)) << out;
+    EXPECT_NE(out.find("wharfctl: " + node.url() +
+                       " refused the request: amqp:invalid-field: reply-to 'x' is a queue of node n2, not of this node"),
+              std::string::npos)
+        << out;
+    EXPECT_EQ(out.find("no answer"), std::string::npos) << out;
+    EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(30)) << out;
+}
+
+} // namespace
+} // namespace wharf::ctl::test
