@@ -258,3 +258,22 @@ def test_create_and_update_a_queue_on_a_single_node(wharfd, mgmt):
     assert status == 200 and body["maxDepth"] == 3 and body["deadLetterAddress"] == "", desc
     fill(wharfd, "made", 1)  # room for one more now
     assert mgmt.call("READ", type="wharf.queue", name="made")[2]["depth"] == 3
+
+
+def test_a_connection_name_with_anything_after_its_number_names_no_connection(wharfd, mgmt):
+    from proton.utils import BlockingConnection
+    bystander = BlockingConnection(wharfd.url, timeout=10, sasl_enabled=False)
+    try:
+        bystander.create_receiver("bystanders-queue", credit=1)
+        links = mgmt.query("link", ["connection", "address"])
+        name = next(l["connection"] for l in links if l["address"] == "bystanders-queue")
+        number = name[len("connection-"):]
+        for wrong in (name + "xyz", name + " ", name + "-not-this-one", "connection-0" + number,
+                      "connection-+" + number, "connection- " + number):
+            status, desc, _ = mgmt.call("DELETE", type="wharf.connection", name=wrong)
+            assert status == 404 and wrong in desc, (wrong, status, desc)
+        assert name in [c["name"] for c in mgmt.query("wharf.connection", ["name"])]
+        # The connection is still open and usable.
+        bystander.create_sender("bystanders-queue").send(Message(body="still here"))
+    finally:
+        bystander.close()
