@@ -1,5 +1,6 @@
 #include "wlm/core/wlm_entities.hpp"
 
+#include "broker/common/names.hpp"
 #include "plugins/api/queue_settings.hpp"
 #include "wlm/core/cluster_admin.hpp"
 #include "wlm/core/rebalance.hpp"
@@ -256,6 +257,10 @@ result<entity, error> route_entities::invoke(std::string_view op, std::string_vi
         const std::string& target = node ? *node : *group;
         if (target.empty() || target == "\x01")
             return fail(error{errc::invalid_field, std::string("'") + (node ? "node" : "group") + "' must be a non-empty string"});
+        // The target is stored as a field of the route's record: a name
+        // holding the record's separators would add fields of its own.
+        if (auto bad = node ? check_node_id(target) : check_group_name(target))
+            return fail(error{errc::invalid_field, std::string("'") + (node ? "node" : "group") + "': " + *bad});
         r.rule.target = node ? placement_rule::target_kind::node : placement_rule::target_kind::group;
         r.rule.target_name = target;
     } else if (op == "CREATE") {

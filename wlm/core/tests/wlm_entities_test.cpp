@@ -228,5 +228,36 @@ TEST_F(wlm_entities_test, rebalance_plans_issues_moves_and_a_dry_run_only_plans)
     }
 }
 
+TEST_F(wlm_entities_test, a_route_target_cannot_carry_fields_of_its_own) {
+    route_entities routes(shared_);
+    // Each would have been stored as a record with fields the name smuggled in.
+    for (const auto& [key, target] : std::vector<std::pair<std::string, std::string>>{
+             {"group", "g;node=n2"},
+             {"node", "n1;mode=bogus"},
+             {"group", "a,b"},
+             {"group", "g=h"},
+             {"group", std::string("g\x01")},
+             {"node", "n 1"},
+             {"node", "n/1"}}) {
+        auto r = routes.invoke("CREATE", "inj.*", {{key, target}});
+        ASSERT_FALSE(r) << key << "=" << target;
+        EXPECT_EQ(r.error().code, errc::invalid_field);
+        EXPECT_NE(r.error().description.find("'" + key + "'"), std::string::npos) << r.error().description;
+        EXPECT_NE(r.error().description.find(target), std::string::npos) << r.error().description;
+    }
+    EXPECT_TRUE(routes.query()->empty()); // nothing was stored
+    // Names within the rules are stored and read back as given.
+    ASSERT_TRUE(routes.invoke("CREATE", "inj.*", {{"group", std::string("east-1.a_b")}}));
+    auto bad = routes.invoke("UPDATE", "inj.*", {{"node", std::string("n2;mode=relay")}});
+    ASSERT_FALSE(bad);
+    EXPECT_EQ(bad.error().code, errc::invalid_field);
+    auto all = routes.query();
+    ASSERT_TRUE(all);
+    ASSERT_EQ(all->size(), 1u);
+    EXPECT_EQ(text(all->front(), "group"), "east-1.a_b");
+    EXPECT_EQ(text(all->front(), "node"), "<none>");
+    EXPECT_EQ(text(all->front(), "mode"), "<none>");
+}
+
 } // namespace
 } // namespace wharf::wlm
