@@ -277,3 +277,54 @@ def test_a_connection_name_with_anything_after_its_number_names_no_connection(wh
         bystander.create_sender("bystanders-queue").send(Message(body="still here"))
     finally:
         bystander.close()
+
+
+def outcome_of(mgmt, msg):
+    """Sends msg on the management link; the (state, condition) it got."""
+    dlv = mgmt.sender.link.send(msg)
+    mgmt.conn.wait(lambda: dlv.remote_state != 0, timeout=10, msg="waiting for the outcome")
+    cond = dlv.remote.condition
+    return dlv.remote_state, cond and (cond.name, cond.description)
+
+
+def test_a_request_whose_reply_could_not_be_delivered_is_refused_before_it_runs(wharfd, mgmt):
+    fill(wharfd, "qb", 1)
+    msg = Message(properties={"operation": "DELETE", "type": "wharf.queue", "name": "qb"}, reply_to="$nosuch")
+    state, cond = outcome_of(mgmt, msg)
+    assert state == Delivery.REJECTED and cond[0] == "amqp:invalid-field" and "'$nosuch'" in cond[1], (state, cond)
+    status, _, body = mgmt.call("READ", type="wharf.queue", name="qb")
+    assert status == 200 and body["depth"] == 1  # not deleted
+    # Another connection's temporary queue on this node is a reply-to like any other.
+    other = Mgmt(wharfd.url)
+    try:
+        msg = Message(id="to-other", properties={"operation": "GET-MGMT-NODES"}, reply_to=other.reply_to)
+        assert outcome_of(mgmt, msg)[0] == Delivery.ACCEPTED
+        reply = other.replies.receive(timeout=10)
+        assert reply.correlation_id == "to-other" and reply.properties["statusCode"] == 200
+    finally:
+        other.close()
+
+
+def test_without_auto_create_a_reply_to_an_unknown_queue_is_refused(make_wharfd):
+    from proton.utils import BlockingConnection
+    node = make_wharfd(config_text='auto-create-queues = false\n[[queue]]\nname = "answers"\n'
+                                   '[[queue]]\nname = "qc"\n')
+    m = Mgmt(node.url)
+    try:
+        msg = Message(properties={"operation": "DELETE", "type": "wharf.queue", "name": "qc"}, reply_to="unknown-q")
+        state, cond = outcome_of(m, msg)
+        assert state == Delivery.REJECTED and cond[0] == "amqp:invalid-field", (state, cond)
+        assert "'unknown-q'" in cond[1] and "auto-create-queues" in cond[1], cond
+        assert m.call("READ", type="wharf.queue", name="qc")[0] == 200  # not deleted
+        # A queue that exists takes the answer.
+        msg = Message(id="into-answers", properties={"operation": "DELETE", "type": "wharf.queue", "name": "qc"},
+                      reply_to="answers")
+        assert outcome_of(m, msg)[0] == Delivery.ACCEPTED
+        c = BlockingConnection(node.url, timeout=10, sasl_enabled=False)
+        try:
+            reply = c.create_receiver("answers").receive(timeout=10)
+            assert reply.correlation_id == "into-answers" and reply.properties["statusCode"] == 204
+        finally:
+            c.close()
+    finally:
+        m.close()
