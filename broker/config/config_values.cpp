@@ -1,6 +1,7 @@
 // The keys, their types and ranges, shared by the file and the flags.
 
 #include "broker/common/limits.hpp"
+#include "broker/common/names.hpp"
 #include "broker/config/config_layer.hpp"
 #include "broker/config/node_config.hpp"
 
@@ -151,6 +152,9 @@ std::optional<std::string> set_top_key(top_layer& layer, std::string_view key,
     if (key == "node-id") {
         auto s = nonempty_string(v);
         if (!s) return s.error();
+        // The id is a field of the cluster's metadata records and part of
+        // names like NODE/connection-N.
+        if (auto bad = check_node_id(*s)) return bad;
         layer.node_id = *s;
     } else if (key == "listen") {
         auto list = v.get_string_list();
