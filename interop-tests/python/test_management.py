@@ -328,3 +328,12 @@ def test_without_auto_create_a_reply_to_an_unknown_queue_is_refused(make_wharfd)
             c.close()
     finally:
         m.close()
+
+
+def test_create_refuses_an_argument_that_is_not_a_setting(mgmt):
+    status, desc, _ = mgmt.call("CREATE", type="wharf.queue", name="qa", body={"maxDepht": 5})
+    assert status == 400 and "'maxDepht' is not a setting CREATE can set" in desc and "maxDepth" in desc, desc
+    assert mgmt.call("READ", type="wharf.queue", name="qa")[0] == 404  # not made
+    # Application properties beyond the request's own are a client's noise, not arguments.
+    status, desc, body = mgmt.call("CREATE", type="wharf.queue", name="qa", body={"maxDepth": 5}, colour="blue")
+    assert status == 201 and body["maxDepth"] == 5, desc

@@ -83,26 +83,34 @@ inline result<queue_settings, error> settings_from_args(const entity& args, std:
     return s;
 }
 
-// For UPDATE: the first argument that is neither a setting nor part of the
-// management request itself, as an invalid_field error (a misspelt setting
-// must not be answered "OK" while changing nothing).
-inline std::optional<error> unknown_setting(const entity& args) {
+// The first argument that is neither one of `accepted` nor part of the
+// management request itself (CREATE and UPDATE refuse it: a misspelt
+// argument must not be answered "OK" while it changes nothing).
+template <class Names> std::optional<std::string> unknown_argument(const entity& args, const Names& accepted) {
     static constexpr std::array<std::string_view, 10> request_keys = {
         "operation", "type", "name", "identity", "entityType", "wharf:scope", "locales", "offset", "count", "node"};
+    auto known = [](const auto& names, const std::string& key) {
+        for (const auto& n : names)
+            if (n == key) return true;
+        return false;
+    };
     for (const auto& [key, value] : args) {
         (void)value;
         if (key.empty() || key[0] == '$') continue;
-        auto known = [&](const auto& names) {
-            for (auto n : names)
-                if (n == key) return true;
-            return false;
-        };
-        if (known(queue_setting_names) || known(request_keys)) continue;
-        std::string names;
-        for (auto n : queue_setting_names) names += (names.empty() ? "" : ", ") + std::string(n);
-        return error{errc::invalid_field, "'" + key + "' is not a setting UPDATE can change (settings: " + names + ")"};
+        if (!known(accepted, key) && !known(request_keys, key)) return key;
     }
     return std::nullopt;
+}
+
+// For CREATE and UPDATE of a queue (`op`): an argument that is not a
+// setting, as an invalid_field error naming it and the settings.
+inline std::optional<error> unknown_setting(const entity& args, std::string_view op = "UPDATE") {
+    auto key = unknown_argument(args, queue_setting_names);
+    if (!key) return std::nullopt;
+    std::string names;
+    for (auto n : queue_setting_names) names += (names.empty() ? "" : ", ") + std::string(n);
+    return error{errc::invalid_field, "'" + *key + "' is not a setting " + std::string(op) + " can " +
+                                          (op == "CREATE" ? "set" : "change") + " (settings: " + names + ")"};
 }
 
 // The settings that are set, as entity attributes.

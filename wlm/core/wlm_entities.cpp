@@ -6,6 +6,7 @@
 #include "wlm/core/rebalance.hpp"
 #include "wlm/placement/placement_policy.hpp"
 
+#include <array>
 #include <optional>
 #include <set>
 
@@ -137,6 +138,7 @@ result<entity, error> owner_entities::create(const std::string& queue, const ent
     if (queue.size() > max_queue_name)
         return fail(error{errc::invalid_field, "a queue's name is at most " + std::to_string(max_queue_name) +
                                                    " bytes; this one is " + std::to_string(queue.size())});
+    if (auto bad = plugins::unknown_setting(args, "CREATE")) return fail(*bad);
     auto settings = plugins::settings_from_args(args, queue);
     if (!settings) return fail(settings.error());
     auto decided = place_(queue, node);
@@ -247,11 +249,17 @@ result<entity, error> route_entities::invoke(std::string_view op, std::string_vi
     }
     if (op == "CREATE" && *cur) return fail(error{errc::not_allowed, "wharf.route '" + pattern + "' exists; UPDATE it"});
     if (op == "UPDATE" && !*cur) return fail(error{errc::not_found, "no wharf.route named '" + pattern + "'"});
+    static constexpr std::array<std::string_view, 3> route_arguments = {"node", "group", "mode"};
+    if (auto key = plugins::unknown_argument(args, route_arguments))
+        return fail(error{errc::invalid_field, "'" + *key + "' is not an argument of wharf.route " + std::string(op) +
+                                                   " (arguments: node or group, mode)"});
     route_record r = existing.value_or(route_record{});
     r.rule.pattern = pattern;
     const auto node = text_arg(args, "node");
     const auto group = text_arg(args, "group");
     const auto mode = text_arg(args, "mode");
+    if (op == "UPDATE" && !node && !group && !mode)
+        return fail(error{errc::invalid_field, "UPDATE of a wharf.route changes one of: node, group, mode"});
     if (node && group) return fail(error{errc::invalid_field, "give 'node' or 'group', not both"});
     if (node || group) {
         const std::string& target = node ? *node : *group;
@@ -343,6 +351,12 @@ result<entity, error> placement_entities::invoke(std::string_view op, std::strin
 }
 
 result<entity, error> placement_entities::update(const entity& args) {
+    std::vector<std::string_view> accepted{"policy"};
+    for (const auto& w : weight_attributes) accepted.emplace_back(w.name);
+    if (auto key = plugins::unknown_argument(args, accepted))
+        return fail(error{errc::invalid_field, "'" + *key + "' is not a setting UPDATE of wharf.placement can change "
+                                               "(settings: policy, weightQueues, weightMessages, weightMessageRate, "
+                                               "weightConnections)"});
     std::optional<policy_kind> policy;
     if (const auto text = text_arg(args, "policy")) {
         if (*text == "\x01") return fail(error{errc::invalid_field, "'policy' must be a string"});

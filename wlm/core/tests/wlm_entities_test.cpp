@@ -259,5 +259,38 @@ TEST_F(wlm_entities_test, a_route_target_cannot_carry_fields_of_its_own) {
     EXPECT_EQ(text(all->front(), "mode"), "<none>");
 }
 
+TEST_F(wlm_entities_test, create_and_update_refuse_arguments_they_do_not_take) {
+    const auto refused = [](const result<plugins::entity, error>& r, const std::string& words) {
+        ASSERT_FALSE(r) << words;
+        EXPECT_EQ(r.error().code, errc::invalid_field);
+        EXPECT_NE(r.error().description.find(words), std::string::npos) << r.error().description;
+    };
+    // A cluster queue's CREATE: a misspelt setting places nothing.
+    owner_entities queues(shared_, "wharf.queue",
+                          [](const std::string&, const std::string&) -> result<std::pair<std::string, std::string>, error> {
+                              return std::pair<std::string, std::string>{"n2", "test"};
+                          });
+    refused(queues.invoke("CREATE", "qa", {{"maxDepht", int64_t{5}}}), "'maxDepht' is not a setting CREATE can set");
+    EXPECT_EQ(queues.query()->size(), 1u); // only "orders"
+    ASSERT_TRUE(queues.invoke("CREATE", "qa", {{"maxDepth", int64_t{5}}, {"node", std::string("n2")}}));
+
+    route_entities routes(shared_);
+    refused(routes.invoke("CREATE", "r.*", {{"node", std::string("n1")}, {"mdoe", std::string("relay")}}), "'mdoe'");
+    EXPECT_TRUE(routes.query()->empty());
+    ASSERT_TRUE(routes.invoke("CREATE", "r.*", {{"node", std::string("n1")}}));
+    refused(routes.invoke("UPDATE", "r.*", {{"mdoe", std::string("relay")}}), "'mdoe' is not an argument of wharf.route");
+    refused(routes.invoke("UPDATE", "r.*", {}), "UPDATE of a wharf.route changes one of: node, group, mode");
+    // Request properties are not arguments.
+    ASSERT_TRUE(routes.invoke("UPDATE", "r.*", {{"mode", std::string("redirect")}, {"type", std::string("wharf.route")}}));
+    EXPECT_EQ(text(routes.query()->front(), "mode"), "redirect");
+
+    placement_entities placement(shared_, placement_config{});
+    refused(placement.invoke("UPDATE", "placement", {{"weightQueue", int64_t{3}}}), "'weightQueue'");
+    refused(placement.invoke("UPDATE", "placement", {{"policy", std::string("round-robin")}, {"polcy", int64_t{1}}}),
+            "'polcy' is not a setting");
+    EXPECT_EQ(text(placement.query()->front(), "weightQueues"), "1.0"); // nothing changed
+    EXPECT_EQ(text(placement.query()->front(), "policy"), "least-loaded");
+}
+
 } // namespace
 } // namespace wharf::wlm
