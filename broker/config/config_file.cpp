@@ -260,6 +260,14 @@ class file_parser {
         q.name = *name;
         q.where = at(t.source());
         if (auto bad = walk_policy(t, "[[queue]] '" + *name + "'", q.overrides)) return bad;
+        // The engine drops what a queue would dead-letter into itself (the
+        // dead-letter queue inheriting [queue-defaults]); a table that
+        // asks for it in so many words has made a mistake.
+        if (q.overrides.dead_letter_queue == *name) {
+            const toml::node* dlq = t.get("dead-letter-queue");
+            return at(dlq->source()) + ": key 'dead-letter-queue' in [[queue]] '" + *name + "': '" + *name +
+                   "' would dead-letter into itself; name another queue, or \"\" to drop";
+        }
         layer_.queues.push_back(std::move(q));
         return std::nullopt;
     }

@@ -479,6 +479,16 @@ TEST_F(node_config_test, a_node_id_is_letters_digits_dash_underscore_and_dot) {
     EXPECT_EQ(run_ok({"--config", write("ok.toml", "node-id = \"n.2\"\n")}).node_id, "n.2");
 }
 
+TEST_F(node_config_test, a_queue_cannot_be_its_own_dead_letter_queue) {
+    file_error("[[queue]]\nname = \"orders\"\n\ndead-letter-queue = \"orders\"\n", 4,
+               {"key 'dead-letter-queue' in [[queue]] 'orders'", "'orders' would dead-letter into itself"});
+    // The dead-letter queue itself, inheriting the default, is not refused
+    // (the engine drops what it would dead-letter); nor is another name.
+    auto cfg = run_ok({"--config", write("ok.toml", "[[queue]]\nname = \"DLQ\"\n[[queue]]\nname = \"a\"\n"
+                                                    "dead-letter-queue = \"DLQ\"\n")});
+    ASSERT_EQ(cfg.queues.size(), 2u);
+}
+
 TEST_F(node_config_test, file_syntax_error_gives_the_line) {
     file_error("node-id = \"n1\"\nthreads = = 4\n", 2, {"TOML syntax error"});
     file_error("threads = 1\nthreads = 2\n", 2, {"TOML syntax error"}); // redefinition
