@@ -98,6 +98,7 @@ class file_parser {
 
         std::vector<listener_entry> from_listen, from_tables;
         bool any_listener = false;
+        std::string listen_at; // where `listen` is, if it is
         for (auto&& [k, v] : root) {
             const std::string_view key = k.str();
             if (key == "listener") {
@@ -124,6 +125,7 @@ class file_parser {
                     return at(v.source()) + ": key '" + std::string(key) + "': " + *bad;
                 if (key == "listen") {
                     any_listener = true;
+                    listen_at = at(v.source());
                     from_listen = std::move(*layer_.top.listeners);
                     layer_.top.listeners.reset();
                 }
@@ -132,6 +134,11 @@ class file_parser {
             }
         }
         if (any_listener) {
+            // listen = [] and no [[listener]] tables: a node nobody could reach.
+            if (from_listen.empty() && from_tables.empty())
+                return (listen_at.empty() ? "config " + origin_ : listen_at) +
+                       ": key 'listen': no address to listen on; give at least one \"HOST:PORT\" "
+                       "(or a [[listener]] table)";
             from_listen.insert(from_listen.end(), from_tables.begin(), from_tables.end());
             layer_.top.listeners = std::move(from_listen);
         }

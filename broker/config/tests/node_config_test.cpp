@@ -489,6 +489,14 @@ TEST_F(node_config_test, a_queue_cannot_be_its_own_dead_letter_queue) {
     ASSERT_EQ(cfg.queues.size(), 2u);
 }
 
+TEST_F(node_config_test, a_node_must_listen_somewhere) {
+    file_error("threads = 1\nlisten = []\n", 2, {"key 'listen'", "no address to listen on"});
+    // The listeners of [[listener]] tables are enough.
+    auto cfg = run_ok({"--config", write("ok.toml", "listen = []\n[[listener]]\naddress = \"127.0.0.1:0\"\n")});
+    ASSERT_EQ(cfg.listeners.size(), 1u);
+    EXPECT_EQ(cfg.listeners[0].port, 0);
+}
+
 TEST_F(node_config_test, file_syntax_error_gives_the_line) {
     file_error("node-id = \"n1\"\nthreads = = 4\n", 2, {"TOML syntax error"});
     file_error("threads = 1\nthreads = 2\n", 2, {"TOML syntax error"}); // redefinition
