@@ -223,6 +223,8 @@ std::optional<std::string> set_top_key(top_layer& layer, std::string_view key,
             });
             if (!ok)
                 return "'" + name + "' is not a plugin name (lower-case letters, digits, '-', '_')";
+            if (std::count(list->begin(), list->end(), name) > 1)
+                return "'" + name + "' is listed twice (a plugin is loaded once)";
         }
         layer.plugins = *list;
     } else if (key == "plugin-dir") {

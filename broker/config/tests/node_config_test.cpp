@@ -497,6 +497,11 @@ TEST_F(node_config_test, a_node_must_listen_somewhere) {
     EXPECT_EQ(cfg.listeners[0].port, 0);
 }
 
+TEST_F(node_config_test, a_plugin_is_listed_once) {
+    file_error("plugins = [\"wlm\", \"other\", \"wlm\"]\n", 1, {"key 'plugins'", "'wlm' is listed twice"});
+    flag_error({"--plugin", "wlm", "--plugin", "wlm"}, {"--plugin", "'wlm' is listed twice"});
+}
+
 TEST_F(node_config_test, file_syntax_error_gives_the_line) {
     file_error("node-id = \"n1\"\nthreads = = 4\n", 2, {"TOML syntax error"});
     file_error("threads = 1\nthreads = 2\n", 2, {"TOML syntax error"}); // redefinition
