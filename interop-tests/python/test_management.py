@@ -51,6 +51,19 @@ def test_query_pages_are_stable_and_attributes_selectable(wharfd, mgmt):
     assert all(set(r) == {"name"} for r in first)
 
 
+def test_query_takes_attribute_names_as_an_array_too(wharfd, mgmt):
+    from proton import Array, Data, UNDESCRIBED
+    fill(wharfd, "arrayed", 2)
+    reply = mgmt.request({"operation": "QUERY", "type": "org.amqp.management", "entityType": "wharf.queue"},
+                         {"attributeNames": Array(UNDESCRIBED, Data.STRING, "name", "depth")})
+    assert reply.properties["statusCode"] == 200, reply.properties
+    assert reply.body["attributeNames"] == ["name", "depth"]
+    assert ["arrayed", 2] in reply.body["results"]
+    reply = mgmt.request({"operation": "QUERY", "type": "org.amqp.management", "entityType": "wharf.queue"},
+                         {"attributeNames": Array(UNDESCRIBED, Data.INT, 1, 2)})
+    assert reply.properties["statusCode"] == 400 and "attributeNames" in reply.properties["statusDescription"]
+
+
 def test_node_operations_describe_the_types(mgmt):
     status, _, types = mgmt.call("GET-TYPES")
     assert status == 200 and "wharf.queue" in types and "org.amqp.management" in types
@@ -98,6 +111,13 @@ def malformed_requests():
         ({"operation": "QUERY", "entityType": "wharf.queue"}, {"attributeNames": [1, 2]}, 400, "attributeNames"),
         ({"operation": "QUERY", "entityType": "wharf.queue", "offset": -1}, None, 400, "offset"),
         ({"operation": "QUERY", "entityType": "wharf.queue", "count": -5}, None, 400, "count"),
+        ({"operation": "QUERY", "entityType": "wharf.queue", "offset": "1"}, None, 400, "'offset' must be a whole"),
+        ({"operation": "QUERY", "entityType": "wharf.queue", "count": "1"}, None, 400, "'count' must be a whole"),
+        ({"operation": "QUERY", "entityType": "wharf.queue", "count": True}, None, 400, "'count'"),
+        ({"operation": "QUERY", "entityType": "wharf.queue"}, {"attributeNames": "name"}, 400,
+         "attributeNames is not a list"),
+        ({"operation": "QUERY", "entityType": "wharf.queue"}, {"attributeNames": {"name": 1}}, 400,
+         "attributeNames is not a list"),
         ({"operation": "FROB", "type": "org.amqp.management"}, None, 501, "FROB"),
         ({"operation": "READ", "type": "wharf.queue"}, None, 400, "name"),
         ({"operation": "READ", "type": "wharf.queue", "name": "absent"}, None, 404, "absent"),
