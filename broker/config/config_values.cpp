@@ -312,17 +312,7 @@ std::optional<std::string> set_policy_key(policy_layer& p, std::string_view key,
     return std::nullopt;
 }
 
-std::optional<std::string> check_queue_name(std::string_view name) {
-    if (name.empty()) return std::string("queue name must not be empty");
-    if (name.size() > max_queue_name)
-        return "queue name of " + std::to_string(name.size()) + " bytes is longer than " +
-               std::to_string(max_queue_name);
-    for (unsigned char c : name) {
-        if (c < 0x20 || c == 0x7f)
-            return "queue name '" + std::string(name) + "' contains a control character";
-    }
-    return std::nullopt;
-}
+std::optional<std::string> check_queue_name(std::string_view name) { return wharf::check_queue_name(name); }
 
 void policy_layer::apply_to(queue_policy& p) const {
     if (max_depth_messages) p.max_depth_messages = *max_depth_messages;

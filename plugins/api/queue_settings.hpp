@@ -8,6 +8,7 @@
 // queues) and plugins (the WLM plugin stores them cluster-wide).
 
 #include "broker/common/limits.hpp"
+#include "broker/common/names.hpp"
 #include "plugins/api/plugin.hpp"
 
 #include <array>
@@ -78,6 +79,8 @@ inline result<queue_settings, error> settings_from_args(const entity& args, std:
             return fail(error{errc::invalid_field, "'deadLetterAddress' is " + std::to_string(d->size()) +
                                                        " bytes long; a queue's name is at most " +
                                                        std::to_string(max_queue_name) + " bytes"});
+        if (!d->empty())
+            if (auto bad = check_queue_name(*d)) return fail(error{errc::invalid_field, "'deadLetterAddress': " + *bad});
         s.dead_letter_address = *d;
     }
     return s;
