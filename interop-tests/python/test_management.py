@@ -126,6 +126,8 @@ def malformed_requests():
         ({"operation": "UPDATE", "type": "wharf.queue", "name": "x"}, {"maxDepth": 3}, 404, "'x'"),
         ({"operation": "UPDATE", "type": "wharf.queue", "name": "x"}, {"maxDepth": "3"}, 400, "maxDepth"),
         ({"operation": "UPDATE", "type": "wharf.queue", "name": "x"}, {"maxDepht": 3}, 400, "'maxDepht' is not a setting"),
+        ({"operation": "UPDATE", "type": "wharf.queue", "name": "x"}, {"maxDeliveryCount": 2 ** 32}, 400,
+         "'maxDeliveryCount' is at most 4294967295"),
         ({"operation": "UPDATE", "type": "wharf.queue", "name": "x"}, {"deadLetterAddress": "x"}, 400, "itself"),
         ({"operation": "UPDATE", "type": "wharf.queue", "name": "x"}, {"deadLetterAddress": "$m"}, 400, "'$m'"),
         ({"operation": "UPDATE", "type": "wharf.queue", "name": "x"}, {"deadLetterAddress": "d\nlq"}, 400,

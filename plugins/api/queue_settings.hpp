@@ -13,6 +13,7 @@
 
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -48,18 +49,26 @@ inline constexpr std::array<std::string_view, 5> queue_setting_names = {
 // invalid_field error naming it.
 inline result<queue_settings, error> settings_from_args(const entity& args, std::string_view queue) {
     queue_settings s;
-    auto count = [&](const char* key, std::optional<uint64_t>& into) -> std::optional<error> {
+    struct counted {
+        const char* key;
+        std::optional<uint64_t>* into;
+        int64_t max;
+    };
+    constexpr int64_t no_max = std::numeric_limits<int64_t>::max();
+    for (auto [key, into, max] : {counted{"maxDepth", &s.max_depth, no_max},
+                                  counted{"maxDepthBytes", &s.max_depth_bytes, no_max},
+                                  // The engine counts deliveries in 32 bits.
+                                  counted{"maxDeliveryCount", &s.max_delivery_count, std::numeric_limits<uint32_t>::max()}}) {
         auto it = args.find(key);
-        if (it == args.end()) return std::nullopt;
+        if (it == args.end()) continue;
         auto* n = std::get_if<int64_t>(&it->second);
         if (n == nullptr || *n < 0)
-            return error{errc::invalid_field, std::string("'") + key + "' must be a whole number >= 0 (0 = unlimited)"};
-        into = static_cast<uint64_t>(*n);
-        return std::nullopt;
-    };
-    for (auto [key, into] : {std::pair{"maxDepth", &s.max_depth}, std::pair{"maxDepthBytes", &s.max_depth_bytes},
-                             std::pair{"maxDeliveryCount", &s.max_delivery_count}})
-        if (auto bad = count(key, *into)) return fail(*bad);
+            return fail(error{errc::invalid_field, std::string("'") + key + "' must be a whole number >= 0 (0 = unlimited)"});
+        if (*n > max)
+            return fail(error{errc::invalid_field, std::string("'") + key + "' is at most " + std::to_string(max) +
+                                                       "; " + std::to_string(*n) + " is too large"});
+        *into = static_cast<uint64_t>(*n);
+    }
     if (auto it = args.find("overflow"); it != args.end()) {
         auto* o = std::get_if<std::string>(&it->second);
         if (o == nullptr || (*o != "block" && *o != "reject"))
