@@ -6,6 +6,7 @@
 #include "wlm/core/rebalance.hpp"
 #include "wlm/placement/placement_policy.hpp"
 
+#include <algorithm>
 #include <array>
 #include <optional>
 #include <set>
@@ -98,7 +99,8 @@ result<std::vector<entity>, error> node_entities::query() {
 }
 
 result<entity, error> node_entities::invoke(std::string_view op, std::string_view name, const entity& args) {
-    if (op == "UPDATE") {
+    const bool update = op == "UPDATE";
+    if (update) {
         auto it = args.find("state");
         auto* st = it == args.end() ? nullptr : std::get_if<std::string>(&it->second);
         if (st == nullptr || (*st != "draining" && *st != "active"))
@@ -107,6 +109,17 @@ result<entity, error> node_entities::invoke(std::string_view op, std::string_vie
     }
     if (op != "DRAIN" && op != "UNDRAIN") return fail(unknown_operation(type_name(), op, operation_names()));
     std::lock_guard l(s_->mu);
+    if (op == "UNDRAIN" || update) {
+        // Only a node QUERY lists can change (DRAIN of one that is not a
+        // live member says so itself).
+        auto v = read_cluster(*s_->store);
+        if (!v) return fail(error{errc::internal_error, v.error()});
+        const std::string id(name);
+        const bool listed = v->nodes.count(id) != 0 || v->drains.count(id) != 0 ||
+                            std::any_of(v->owners.begin(), v->owners.end(),
+                                        [&](const auto& o) { return o.second.node == id; });
+        if (!listed) return fail(not_found(type_name(), name));
+    }
     auto changed = refused(request_drain(*s_->store, std::string(name), op == "DRAIN"));
     if (!changed) return fail(changed.error());
     return entity{{"name", std::string(name)}, {"draining", op == "DRAIN"}, {"changed", *changed}};

@@ -292,5 +292,26 @@ TEST_F(wlm_entities_test, create_and_update_refuse_arguments_they_do_not_take) {
     EXPECT_EQ(text(placement.query()->front(), "policy"), "least-loaded");
 }
 
+TEST_F(wlm_entities_test, a_node_that_is_not_listed_cannot_be_updated) {
+    node_entities nodes(shared_);
+    for (const auto& [op, args] : std::vector<std::pair<std::string, plugins::entity>>{
+             {"UPDATE", {{"state", std::string("active")}}},
+             {"UPDATE", {{"state", std::string("draining")}}},
+             {"UNDRAIN", {}}}) {
+        auto r = nodes.invoke(op, "ghost", args);
+        ASSERT_FALSE(r) << op;
+        EXPECT_EQ(r.error().code, errc::not_found) << op;
+        EXPECT_NE(r.error().description.find("'ghost'"), std::string::npos) << r.error().description;
+    }
+    EXPECT_EQ(nodes.query()->size(), 2u); // n1 and n2: the ghost was not made up
+    // A listed node still answers, changed or not.
+    auto same = nodes.invoke("UPDATE", "n1", {{"state", std::string("active")}});
+    ASSERT_TRUE(same) << same.error().description;
+    EXPECT_FALSE(std::get<bool>(same->at("changed")));
+    // A node that is down but owns queues is listed, so it can be undrained.
+    own("kept", "n7");
+    ASSERT_TRUE(nodes.invoke("UNDRAIN", "n7", {}));
+}
+
 } // namespace
 } // namespace wharf::wlm
