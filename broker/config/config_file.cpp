@@ -98,6 +98,7 @@ class file_parser {
 
         std::vector<listener_entry> from_listen, from_tables;
         bool any_listener = false;
+        std::string listen_at; // where `listen` is, if it is
         for (auto&& [k, v] : root) {
             const std::string_view key = k.str();
             if (key == "listener") {
@@ -124,6 +125,7 @@ class file_parser {
                     return at(v.source()) + ": key '" + std::string(key) + "': " + *bad;
                 if (key == "listen") {
                     any_listener = true;
+                    listen_at = at(v.source());
                     from_listen = std::move(*layer_.top.listeners);
                     layer_.top.listeners.reset();
                 }
@@ -132,6 +134,11 @@ class file_parser {
             }
         }
         if (any_listener) {
+            // listen = [] and no [[listener]] tables: a node nobody could reach.
+            if (from_listen.empty() && from_tables.empty())
+                return (listen_at.empty() ? "config " + origin_ : listen_at) +
+                       ": key 'listen': no address to listen on; give at least one \"HOST:PORT\" "
+                       "(or a [[listener]] table)";
             from_listen.insert(from_listen.end(), from_tables.begin(), from_tables.end());
             layer_.top.listeners = std::move(from_listen);
         }
@@ -260,6 +267,14 @@ class file_parser {
         q.name = *name;
         q.where = at(t.source());
         if (auto bad = walk_policy(t, "[[queue]] '" + *name + "'", q.overrides)) return bad;
+        // The engine drops what a queue would dead-letter into itself (the
+        // dead-letter queue inheriting [queue-defaults]); a table that
+        // asks for it in so many words has made a mistake.
+        if (q.overrides.dead_letter_queue == *name) {
+            const toml::node* dlq = t.get("dead-letter-queue");
+            return at(dlq->source()) + ": key 'dead-letter-queue' in [[queue]] '" + *name + "': '" + *name +
+                   "' would dead-letter into itself; name another queue, or \"\" to drop";
+        }
         layer_.queues.push_back(std::move(q));
         return std::nullopt;
     }

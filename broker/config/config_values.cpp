@@ -1,6 +1,7 @@
 // The keys, their types and ranges, shared by the file and the flags.
 
 #include "broker/common/limits.hpp"
+#include "broker/common/names.hpp"
 #include "broker/config/config_layer.hpp"
 #include "broker/config/node_config.hpp"
 
@@ -151,6 +152,9 @@ std::optional<std::string> set_top_key(top_layer& layer, std::string_view key,
     if (key == "node-id") {
         auto s = nonempty_string(v);
         if (!s) return s.error();
+        // The id is a field of the cluster's metadata records and part of
+        // names like NODE/connection-N.
+        if (auto bad = check_node_id(*s)) return bad;
         layer.node_id = *s;
     } else if (key == "listen") {
         auto list = v.get_string_list();
@@ -219,6 +223,8 @@ std::optional<std::string> set_top_key(top_layer& layer, std::string_view key,
             });
             if (!ok)
                 return "'" + name + "' is not a plugin name (lower-case letters, digits, '-', '_')";
+            if (std::count(list->begin(), list->end(), name) > 1)
+                return "'" + name + "' is listed twice (a plugin is loaded once)";
         }
         layer.plugins = *list;
     } else if (key == "plugin-dir") {
@@ -306,17 +312,7 @@ std::optional<std::string> set_policy_key(policy_layer& p, std::string_view key,
     return std::nullopt;
 }
 
-std::optional<std::string> check_queue_name(std::string_view name) {
-    if (name.empty()) return std::string("queue name must not be empty");
-    if (name.size() > max_queue_name)
-        return "queue name of " + std::to_string(name.size()) + " bytes is longer than " +
-               std::to_string(max_queue_name);
-    for (unsigned char c : name) {
-        if (c < 0x20 || c == 0x7f)
-            return "queue name '" + std::string(name) + "' contains a control character";
-    }
-    return std::nullopt;
-}
+std::optional<std::string> check_queue_name(std::string_view name) { return wharf::check_queue_name(name); }
 
 void policy_layer::apply_to(queue_policy& p) const {
     if (max_depth_messages) p.max_depth_messages = *max_depth_messages;

@@ -94,6 +94,10 @@ class queue_engine final : private dispatch_sink {
     // by a limit that was raised go on); the new policy, or nullopt without
     // such a queue.
     bool create(const std::string& queue);
+    // has_queue: whether `queue` exists now (a temporary one too).
+    // auto_creates_queues: whether a message to an unknown queue makes it.
+    bool has_queue(const std::string& queue);
+    bool auto_creates_queues() const { return opts_.auto_create_queues; }
     std::optional<config::queue_policy> configure(const std::string& queue,
                                                   const std::function<void(config::queue_policy&)>& change);
 

@@ -85,6 +85,13 @@ bool queue_engine::remove(const std::string& name) {
     return fut.get();
 }
 
+bool queue_engine::has_queue(const std::string& name) {
+    auto done = std::make_shared<std::promise<bool>>();
+    auto fut = done->get_future();
+    post(cmd_run{std::make_shared<std::function<void()>>([this, done, name] { done->set_value(queues_.count(name) != 0); })});
+    return fut.get();
+}
+
 bool queue_engine::create(const std::string& name) {
     auto done = std::make_shared<std::promise<bool>>();
     auto fut = done->get_future();

@@ -72,8 +72,7 @@ result<plugins::entity, error> queue_entities::invoke(std::string_view op, std::
     }
     if (op != "CREATE" && op != "UPDATE")
         return fail(error{errc::not_implemented, "operation '" + std::string(op) + "' on wharf.queue"});
-    if (op == "UPDATE")
-        if (auto bad = plugins::unknown_setting(args)) return fail(*bad);
+    if (auto bad = plugins::unknown_setting(args, op)) return fail(*bad);
     auto settings = plugins::settings_from_args(args, queue);
     if (!settings) return fail(settings.error());
     if (op == "CREATE") {

@@ -180,10 +180,11 @@ reply management_service::handle(const request& r) {
                                      " (supported: READ, QUERY" + (ops.empty() ? "" : ", " + join(ops)) + ")");
     if (r.name.empty())
         return status_reply(400, r.operation + " needs the application property 'name' (or 'identity')");
-    // UPDATE changes what its body says: application properties beyond the
-    // request's own (a client's noise) must not read as misspelt settings.
+    // CREATE and UPDATE take their settings from the body: application
+    // properties beyond the request's own (a client's noise) must not read
+    // as misspelt settings.
     plugins::entity args = r.args;
-    if (r.operation == "UPDATE")
+    if (r.operation == "UPDATE" || r.operation == "CREATE")
         for (const auto& k : r.property_only)
             if (k != "wharf:scope") args.erase(k);
     auto out = t->invoke(r.operation, r.name, args, node_scoped(r));

@@ -120,7 +120,14 @@ result<request, error> decode_request(std::string_view bytes) {
                 const std::string key = text_key ? std::string(as_text(body)) : std::string();
                 if (!pn_data_next(body)) break;
                 if (!text_key) continue;
-                if (key == "attributeNames" && pn_data_type(body) == PN_LIST) {
+                // attributeNames: a list, or an array (Proton C++'s encoding of
+                // std::vector<std::string>) of strings.
+                const bool names_list = pn_data_type(body) == PN_LIST || pn_data_type(body) == PN_ARRAY;
+                if (key == "attributeNames" && !names_list && pn_data_type(body) != PN_NULL) {
+                    r.problem = bad("attributeNames is not a list (send a list of attribute names; empty means all)");
+                    return r;
+                }
+                if (key == "attributeNames" && names_list) {
                     pn_data_enter(body);
                     while (pn_data_next(body)) {
                         if (!is_text(body)) {
@@ -149,14 +156,19 @@ result<request, error> decode_request(std::string_view bytes) {
     r.type = text_of(*props, "type").value_or("");
     r.name = text_of(*props, "name").value_or(text_of(*props, "identity").value_or(""));
     r.entity_type = text_of(*props, "entityType").value_or("");
-    auto num = [&](const char* key) -> std::optional<int64_t> {
+    // offset and count: whole numbers (their sign is checked by the
+    // service); another type is a mistake to answer, not to ignore.
+    for (const char* key : {"offset", "count"}) {
         auto it = props->find(key);
-        if (it == props->end()) return std::nullopt;
-        if (auto* i = std::get_if<int64_t>(&it->second)) return *i;
-        return std::nullopt;
-    };
-    r.offset = num("offset").value_or(0);
-    r.count = num("count");
+        if (it == props->end() || std::holds_alternative<std::monostate>(it->second)) continue;
+        auto* i = std::get_if<int64_t>(&it->second);
+        if (i == nullptr) {
+            r.problem = bad(std::string("'") + key + "' must be a whole number");
+            return r;
+        }
+        if (std::string_view(key) == "offset") r.offset = *i;
+        else r.count = *i;
+    }
     return r;
 }
 

@@ -266,6 +266,7 @@ class amqp_connection final : public connection_base {
     anon_route route_anonymous(const std::string& to);
     // Why a management request's reply could not reach `reply_to`, if so.
     std::optional<error> unanswerable(const std::string& reply_to);
+    bool is_own_consumer_address(const std::string& address) const;
     // Sends one anonymous-relay message where its `to` says; may_wait: hold it
     // while the cluster places an unknown address (else refuse it).
     void dispatch_anonymous(link_ctx& lc, pn_delivery_t* d, engine::incoming_message&& m, bool may_wait);

@@ -44,7 +44,21 @@ std::optional<error> amqp_connection::unanswerable(const std::string& reply_to) 
     const std::string fix = "; management replies go to a queue of the node that answers: reply to a temporary "
                             "queue (a dynamic receiver) on this connection";
     switch (route.kind) {
-    case anon_route::local: return std::nullopt;
+    case anon_route::local: {
+        // The reply is published as a message to reply_to: a temporary ('$')
+        // queue must exist already, and so must any other unless messages
+        // create queues. Else the request is refused before it runs (its
+        // answer would be lost).
+        const bool temporary = reply_to[0] == '$';
+        if (!temporary && engine_.auto_creates_queues()) return std::nullopt;
+        if (temporary && is_own_consumer_address(reply_to)) return std::nullopt; // the usual case, without asking the engine
+        if (engine_.has_queue(reply_to)) return std::nullopt;
+        return error{errc::invalid_field,
+                     "reply-to '" + reply_to + "' is " +
+                         (temporary ? std::string("no temporary queue of this node")
+                                    : std::string("no queue of this node (and auto-create-queues is off)")) +
+                         fix};
+    }
     case anon_route::relay:
         return error{errc::invalid_field, "reply-to '" + reply_to + "' is a queue of node " + route.to.node_id +
                                               ", not of this node" + fix + ", or send the request to node " +
@@ -58,6 +72,18 @@ std::optional<error> amqp_connection::unanswerable(const std::string& reply_to) 
         return std::nullopt;
     }
     return std::nullopt;
+}
+
+// Whether an open link of this connection, sending to the client, is on
+// `address`: its source as this node answered the attach (a temporary
+// queue's generated name).
+bool amqp_connection::is_own_consumer_address(const std::string& address) const {
+    for (const auto& [id, lc] : links_) {
+        if (!lc->consumer || lc->closed || lc->link == nullptr) continue;
+        const char* source = pn_terminus_get_address(pn_link_source(lc->link));
+        if (source != nullptr && address == source) return true;
+    }
+    return false;
 }
 
 } // namespace wharf::server

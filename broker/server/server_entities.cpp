@@ -1,5 +1,7 @@
 #include "broker/server/server_entities.hpp"
 
+#include <charconv>
+
 namespace wharf::server {
 
 namespace {
@@ -29,13 +31,13 @@ result<plugins::entity, error> connection_entities::invoke(std::string_view op, 
     if (auto it = args.find("reason"); it != args.end())
         if (auto* s = std::get_if<std::string>(&it->second)) why += ": " + *s;
     const std::string prefix = "connection-";
+    // The whole rest of the name is the number: "connection-1xyz" names no
+    // connection, it is not connection 1.
     uint64_t id = 0;
     if (name.rfind(prefix, 0) == 0) {
-        try {
-            id = std::stoull(std::string(name.substr(prefix.size())));
-        } catch (const std::exception&) {
-            id = 0;
-        }
+        const std::string_view digits = name.substr(prefix.size());
+        const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), id);
+        if (ec != std::errc{} || end != digits.data() + digits.size() || digits.starts_with('0')) id = 0;
     }
     if (id == 0 || !server_.close_connection(id, why))
         return fail(error{errc::not_found, "no wharf.connection named '" + std::string(name) + "'"});

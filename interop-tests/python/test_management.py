@@ -51,6 +51,19 @@ def test_query_pages_are_stable_and_attributes_selectable(wharfd, mgmt):
     assert all(set(r) == {"name"} for r in first)
 
 
+def test_query_takes_attribute_names_as_an_array_too(wharfd, mgmt):
+    from proton import Array, Data, UNDESCRIBED
+    fill(wharfd, "arrayed", 2)
+    reply = mgmt.request({"operation": "QUERY", "type": "org.amqp.management", "entityType": "wharf.queue"},
+                         {"attributeNames": Array(UNDESCRIBED, Data.STRING, "name", "depth")})
+    assert reply.properties["statusCode"] == 200, reply.properties
+    assert reply.body["attributeNames"] == ["name", "depth"]
+    assert ["arrayed", 2] in reply.body["results"]
+    reply = mgmt.request({"operation": "QUERY", "type": "org.amqp.management", "entityType": "wharf.queue"},
+                         {"attributeNames": Array(UNDESCRIBED, Data.INT, 1, 2)})
+    assert reply.properties["statusCode"] == 400 and "attributeNames" in reply.properties["statusDescription"]
+
+
 def test_node_operations_describe_the_types(mgmt):
     status, _, types = mgmt.call("GET-TYPES")
     assert status == 200 and "wharf.queue" in types and "org.amqp.management" in types
@@ -98,6 +111,13 @@ def malformed_requests():
         ({"operation": "QUERY", "entityType": "wharf.queue"}, {"attributeNames": [1, 2]}, 400, "attributeNames"),
         ({"operation": "QUERY", "entityType": "wharf.queue", "offset": -1}, None, 400, "offset"),
         ({"operation": "QUERY", "entityType": "wharf.queue", "count": -5}, None, 400, "count"),
+        ({"operation": "QUERY", "entityType": "wharf.queue", "offset": "1"}, None, 400, "'offset' must be a whole"),
+        ({"operation": "QUERY", "entityType": "wharf.queue", "count": "1"}, None, 400, "'count' must be a whole"),
+        ({"operation": "QUERY", "entityType": "wharf.queue", "count": True}, None, 400, "'count'"),
+        ({"operation": "QUERY", "entityType": "wharf.queue"}, {"attributeNames": "name"}, 400,
+         "attributeNames is not a list"),
+        ({"operation": "QUERY", "entityType": "wharf.queue"}, {"attributeNames": {"name": 1}}, 400,
+         "attributeNames is not a list"),
         ({"operation": "FROB", "type": "org.amqp.management"}, None, 501, "FROB"),
         ({"operation": "READ", "type": "wharf.queue"}, None, 400, "name"),
         ({"operation": "READ", "type": "wharf.queue", "name": "absent"}, None, 404, "absent"),
@@ -106,8 +126,14 @@ def malformed_requests():
         ({"operation": "UPDATE", "type": "wharf.queue", "name": "x"}, {"maxDepth": 3}, 404, "'x'"),
         ({"operation": "UPDATE", "type": "wharf.queue", "name": "x"}, {"maxDepth": "3"}, 400, "maxDepth"),
         ({"operation": "UPDATE", "type": "wharf.queue", "name": "x"}, {"maxDepht": 3}, 400, "'maxDepht' is not a setting"),
+        ({"operation": "UPDATE", "type": "wharf.queue", "name": "x"}, {"maxDeliveryCount": 2 ** 32}, 400,
+         "'maxDeliveryCount' is at most 4294967295"),
         ({"operation": "UPDATE", "type": "wharf.queue", "name": "x"}, {"deadLetterAddress": "x"}, 400, "itself"),
         ({"operation": "UPDATE", "type": "wharf.queue", "name": "x"}, {"deadLetterAddress": "$m"}, 400, "'$m'"),
+        ({"operation": "UPDATE", "type": "wharf.queue", "name": "x"}, {"deadLetterAddress": "d\nlq"}, 400,
+         "control character"),
+        ({"operation": "UPDATE", "type": "wharf.queue", "name": "x"}, {"deadLetterAddress": "dlq\x7f"}, 400,
+         "control character"),
         ({"operation": "UPDATE", "type": "wharf.queue", "name": "x"}, {"deadLetterAddress": "d" * 65536}, 400,
          "at most 65535 bytes"),
         ({"operation": "CREATE", "type": "wharf.queue", "name": "n" * 65536}, None, 400, "at most 65535 bytes"),
@@ -258,3 +284,82 @@ def test_create_and_update_a_queue_on_a_single_node(wharfd, mgmt):
     assert status == 200 and body["maxDepth"] == 3 and body["deadLetterAddress"] == "", desc
     fill(wharfd, "made", 1)  # room for one more now
     assert mgmt.call("READ", type="wharf.queue", name="made")[2]["depth"] == 3
+
+
+def test_a_connection_name_with_anything_after_its_number_names_no_connection(wharfd, mgmt):
+    from proton.utils import BlockingConnection
+    bystander = BlockingConnection(wharfd.url, timeout=10, sasl_enabled=False)
+    try:
+        bystander.create_receiver("bystanders-queue", credit=1)
+        links = mgmt.query("link", ["connection", "address"])
+        name = next(l["connection"] for l in links if l["address"] == "bystanders-queue")
+        number = name[len("connection-"):]
+        for wrong in (name + "xyz", name + " ", name + "-not-this-one", "connection-0" + number,
+                      "connection-+" + number, "connection- " + number):
+            status, desc, _ = mgmt.call("DELETE", type="wharf.connection", name=wrong)
+            assert status == 404 and wrong in desc, (wrong, status, desc)
+        assert name in [c["name"] for c in mgmt.query("wharf.connection", ["name"])]
+        # The connection is still open and usable.
+        bystander.create_sender("bystanders-queue").send(Message(body="still here"))
+    finally:
+        bystander.close()
+
+
+def outcome_of(mgmt, msg):
+    """Sends msg on the management link; the (state, condition) it got."""
+    dlv = mgmt.sender.link.send(msg)
+    mgmt.conn.wait(lambda: dlv.remote_state != 0, timeout=10, msg="waiting for the outcome")
+    cond = dlv.remote.condition
+    return dlv.remote_state, cond and (cond.name, cond.description)
+
+
+def test_a_request_whose_reply_could_not_be_delivered_is_refused_before_it_runs(wharfd, mgmt):
+    fill(wharfd, "qb", 1)
+    msg = Message(properties={"operation": "DELETE", "type": "wharf.queue", "name": "qb"}, reply_to="$nosuch")
+    state, cond = outcome_of(mgmt, msg)
+    assert state == Delivery.REJECTED and cond[0] == "amqp:invalid-field" and "'$nosuch'" in cond[1], (state, cond)
+    status, _, body = mgmt.call("READ", type="wharf.queue", name="qb")
+    assert status == 200 and body["depth"] == 1  # not deleted
+    # Another connection's temporary queue on this node is a reply-to like any other.
+    other = Mgmt(wharfd.url)
+    try:
+        msg = Message(id="to-other", properties={"operation": "GET-MGMT-NODES"}, reply_to=other.reply_to)
+        assert outcome_of(mgmt, msg)[0] == Delivery.ACCEPTED
+        reply = other.replies.receive(timeout=10)
+        assert reply.correlation_id == "to-other" and reply.properties["statusCode"] == 200
+    finally:
+        other.close()
+
+
+def test_without_auto_create_a_reply_to_an_unknown_queue_is_refused(make_wharfd):
+    from proton.utils import BlockingConnection
+    node = make_wharfd(config_text='auto-create-queues = false\n[[queue]]\nname = "answers"\n'
+                                   '[[queue]]\nname = "qc"\n')
+    m = Mgmt(node.url)
+    try:
+        msg = Message(properties={"operation": "DELETE", "type": "wharf.queue", "name": "qc"}, reply_to="unknown-q")
+        state, cond = outcome_of(m, msg)
+        assert state == Delivery.REJECTED and cond[0] == "amqp:invalid-field", (state, cond)
+        assert "'unknown-q'" in cond[1] and "auto-create-queues" in cond[1], cond
+        assert m.call("READ", type="wharf.queue", name="qc")[0] == 200  # not deleted
+        # A queue that exists takes the answer.
+        msg = Message(id="into-answers", properties={"operation": "DELETE", "type": "wharf.queue", "name": "qc"},
+                      reply_to="answers")
+        assert outcome_of(m, msg)[0] == Delivery.ACCEPTED
+        c = BlockingConnection(node.url, timeout=10, sasl_enabled=False)
+        try:
+            reply = c.create_receiver("answers").receive(timeout=10)
+            assert reply.correlation_id == "into-answers" and reply.properties["statusCode"] == 204
+        finally:
+            c.close()
+    finally:
+        m.close()
+
+
+def test_create_refuses_an_argument_that_is_not_a_setting(mgmt):
+    status, desc, _ = mgmt.call("CREATE", type="wharf.queue", name="qa", body={"maxDepht": 5})
+    assert status == 400 and "'maxDepht' is not a setting CREATE can set" in desc and "maxDepth" in desc, desc
+    assert mgmt.call("READ", type="wharf.queue", name="qa")[0] == 404  # not made
+    # Application properties beyond the request's own are a client's noise, not arguments.
+    status, desc, body = mgmt.call("CREATE", type="wharf.queue", name="qa", body={"maxDepth": 5}, colour="blue")
+    assert status == 201 and body["maxDepth"] == 5, desc

@@ -8,10 +8,12 @@
 // queues) and plugins (the WLM plugin stores them cluster-wide).
 
 #include "broker/common/limits.hpp"
+#include "broker/common/names.hpp"
 #include "plugins/api/plugin.hpp"
 
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -47,18 +49,26 @@ inline constexpr std::array<std::string_view, 5> queue_setting_names = {
 // invalid_field error naming it.
 inline result<queue_settings, error> settings_from_args(const entity& args, std::string_view queue) {
     queue_settings s;
-    auto count = [&](const char* key, std::optional<uint64_t>& into) -> std::optional<error> {
+    struct counted {
+        const char* key;
+        std::optional<uint64_t>* into;
+        int64_t max;
+    };
+    constexpr int64_t no_max = std::numeric_limits<int64_t>::max();
+    for (auto [key, into, max] : {counted{"maxDepth", &s.max_depth, no_max},
+                                  counted{"maxDepthBytes", &s.max_depth_bytes, no_max},
+                                  // The engine counts deliveries in 32 bits.
+                                  counted{"maxDeliveryCount", &s.max_delivery_count, std::numeric_limits<uint32_t>::max()}}) {
         auto it = args.find(key);
-        if (it == args.end()) return std::nullopt;
+        if (it == args.end()) continue;
         auto* n = std::get_if<int64_t>(&it->second);
         if (n == nullptr || *n < 0)
-            return error{errc::invalid_field, std::string("'") + key + "' must be a whole number >= 0 (0 = unlimited)"};
-        into = static_cast<uint64_t>(*n);
-        return std::nullopt;
-    };
-    for (auto [key, into] : {std::pair{"maxDepth", &s.max_depth}, std::pair{"maxDepthBytes", &s.max_depth_bytes},
-                             std::pair{"maxDeliveryCount", &s.max_delivery_count}})
-        if (auto bad = count(key, *into)) return fail(*bad);
+            return fail(error{errc::invalid_field, std::string("'") + key + "' must be a whole number >= 0 (0 = unlimited)"});
+        if (*n > max)
+            return fail(error{errc::invalid_field, std::string("'") + key + "' is at most " + std::to_string(max) +
+                                                       "; " + std::to_string(*n) + " is too large"});
+        *into = static_cast<uint64_t>(*n);
+    }
     if (auto it = args.find("overflow"); it != args.end()) {
         auto* o = std::get_if<std::string>(&it->second);
         if (o == nullptr || (*o != "block" && *o != "reject"))
@@ -78,31 +88,41 @@ inline result<queue_settings, error> settings_from_args(const entity& args, std:
             return fail(error{errc::invalid_field, "'deadLetterAddress' is " + std::to_string(d->size()) +
                                                        " bytes long; a queue's name is at most " +
                                                        std::to_string(max_queue_name) + " bytes"});
+        if (!d->empty())
+            if (auto bad = check_queue_name(*d)) return fail(error{errc::invalid_field, "'deadLetterAddress': " + *bad});
         s.dead_letter_address = *d;
     }
     return s;
 }
 
-// For UPDATE: the first argument that is neither a setting nor part of the
-// management request itself, as an invalid_field error (a misspelt setting
-// must not be answered "OK" while changing nothing).
-inline std::optional<error> unknown_setting(const entity& args) {
+// The first argument that is neither one of `accepted` nor part of the
+// management request itself (CREATE and UPDATE refuse it: a misspelt
+// argument must not be answered "OK" while it changes nothing).
+template <class Names> std::optional<std::string> unknown_argument(const entity& args, const Names& accepted) {
     static constexpr std::array<std::string_view, 10> request_keys = {
         "operation", "type", "name", "identity", "entityType", "wharf:scope", "locales", "offset", "count", "node"};
+    auto known = [](const auto& names, const std::string& key) {
+        for (const auto& n : names)
+            if (n == key) return true;
+        return false;
+    };
     for (const auto& [key, value] : args) {
         (void)value;
         if (key.empty() || key[0] == '$') continue;
-        auto known = [&](const auto& names) {
-            for (auto n : names)
-                if (n == key) return true;
-            return false;
-        };
-        if (known(queue_setting_names) || known(request_keys)) continue;
-        std::string names;
-        for (auto n : queue_setting_names) names += (names.empty() ? "" : ", ") + std::string(n);
-        return error{errc::invalid_field, "'" + key + "' is not a setting UPDATE can change (settings: " + names + ")"};
+        if (!known(accepted, key) && !known(request_keys, key)) return key;
     }
     return std::nullopt;
+}
+
+// For CREATE and UPDATE of a queue (`op`): an argument that is not a
+// setting, as an invalid_field error naming it and the settings.
+inline std::optional<error> unknown_setting(const entity& args, std::string_view op = "UPDATE") {
+    auto key = unknown_argument(args, queue_setting_names);
+    if (!key) return std::nullopt;
+    std::string names;
+    for (auto n : queue_setting_names) names += (names.empty() ? "" : ", ") + std::string(n);
+    return error{errc::invalid_field, "'" + *key + "' is not a setting " + std::string(op) + " can " +
+                                          (op == "CREATE" ? "set" : "change") + " (settings: " + names + ")"};
 }
 
 // The settings that are set, as entity attributes.

@@ -1,10 +1,13 @@
 #include "wlm/core/wlm_entities.hpp"
 
+#include "broker/common/names.hpp"
 #include "plugins/api/queue_settings.hpp"
 #include "wlm/core/cluster_admin.hpp"
 #include "wlm/core/rebalance.hpp"
 #include "wlm/placement/placement_policy.hpp"
 
+#include <algorithm>
+#include <array>
 #include <optional>
 #include <set>
 
@@ -96,7 +99,8 @@ result<std::vector<entity>, error> node_entities::query() {
 }
 
 result<entity, error> node_entities::invoke(std::string_view op, std::string_view name, const entity& args) {
-    if (op == "UPDATE") {
+    const bool update = op == "UPDATE";
+    if (update) {
         auto it = args.find("state");
         auto* st = it == args.end() ? nullptr : std::get_if<std::string>(&it->second);
         if (st == nullptr || (*st != "draining" && *st != "active"))
@@ -105,6 +109,17 @@ result<entity, error> node_entities::invoke(std::string_view op, std::string_vie
     }
     if (op != "DRAIN" && op != "UNDRAIN") return fail(unknown_operation(type_name(), op, operation_names()));
     std::lock_guard l(s_->mu);
+    if (op == "UNDRAIN" || update) {
+        // Only a node QUERY lists can change (DRAIN of one that is not a
+        // live member says so itself).
+        auto v = read_cluster(*s_->store);
+        if (!v) return fail(error{errc::internal_error, v.error()});
+        const std::string id(name);
+        const bool listed = v->nodes.count(id) != 0 || v->drains.count(id) != 0 ||
+                            std::any_of(v->owners.begin(), v->owners.end(),
+                                        [&](const auto& o) { return o.second.node == id; });
+        if (!listed) return fail(not_found(type_name(), name));
+    }
     auto changed = refused(request_drain(*s_->store, std::string(name), op == "DRAIN"));
     if (!changed) return fail(changed.error());
     return entity{{"name", std::string(name)}, {"draining", op == "DRAIN"}, {"changed", *changed}};
@@ -136,6 +151,7 @@ result<entity, error> owner_entities::create(const std::string& queue, const ent
     if (queue.size() > max_queue_name)
         return fail(error{errc::invalid_field, "a queue's name is at most " + std::to_string(max_queue_name) +
                                                    " bytes; this one is " + std::to_string(queue.size())});
+    if (auto bad = plugins::unknown_setting(args, "CREATE")) return fail(*bad);
     auto settings = plugins::settings_from_args(args, queue);
     if (!settings) return fail(settings.error());
     auto decided = place_(queue, node);
@@ -246,16 +262,26 @@ result<entity, error> route_entities::invoke(std::string_view op, std::string_vi
     }
     if (op == "CREATE" && *cur) return fail(error{errc::not_allowed, "wharf.route '" + pattern + "' exists; UPDATE it"});
     if (op == "UPDATE" && !*cur) return fail(error{errc::not_found, "no wharf.route named '" + pattern + "'"});
+    static constexpr std::array<std::string_view, 3> route_arguments = {"node", "group", "mode"};
+    if (auto key = plugins::unknown_argument(args, route_arguments))
+        return fail(error{errc::invalid_field, "'" + *key + "' is not an argument of wharf.route " + std::string(op) +
+                                                   " (arguments: node or group, mode)"});
     route_record r = existing.value_or(route_record{});
     r.rule.pattern = pattern;
     const auto node = text_arg(args, "node");
     const auto group = text_arg(args, "group");
     const auto mode = text_arg(args, "mode");
+    if (op == "UPDATE" && !node && !group && !mode)
+        return fail(error{errc::invalid_field, "UPDATE of a wharf.route changes one of: node, group, mode"});
     if (node && group) return fail(error{errc::invalid_field, "give 'node' or 'group', not both"});
     if (node || group) {
         const std::string& target = node ? *node : *group;
         if (target.empty() || target == "\x01")
             return fail(error{errc::invalid_field, std::string("'") + (node ? "node" : "group") + "' must be a non-empty string"});
+        // The target is stored as a field of the route's record: a name
+        // holding the record's separators would add fields of its own.
+        if (auto bad = node ? check_node_id(target) : check_group_name(target))
+            return fail(error{errc::invalid_field, std::string("'") + (node ? "node" : "group") + "': " + *bad});
         r.rule.target = node ? placement_rule::target_kind::node : placement_rule::target_kind::group;
         r.rule.target_name = target;
     } else if (op == "CREATE") {
@@ -338,6 +364,12 @@ result<entity, error> placement_entities::invoke(std::string_view op, std::strin
 }
 
 result<entity, error> placement_entities::update(const entity& args) {
+    std::vector<std::string_view> accepted{"policy"};
+    for (const auto& w : weight_attributes) accepted.emplace_back(w.name);
+    if (auto key = plugins::unknown_argument(args, accepted))
+        return fail(error{errc::invalid_field, "'" + *key + "' is not a setting UPDATE of wharf.placement can change "
+                                               "(settings: policy, weightQueues, weightMessages, weightMessageRate, "
+                                               "weightConnections)"});
     std::optional<policy_kind> policy;
     if (const auto text = text_arg(args, "policy")) {
         if (*text == "\x01") return fail(error{errc::invalid_field, "'policy' must be a string"});

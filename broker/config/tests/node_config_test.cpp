@@ -471,6 +471,37 @@ TEST_F(node_config_test, file_queue_names_must_be_present_unique_and_non_empty) 
                {"key 'name'", "queue name of 65536 bytes is longer than 65535"});
 }
 
+TEST_F(node_config_test, a_node_id_is_letters_digits_dash_underscore_and_dot) {
+    for (const std::string bad : {"n;1", "n1;mode=x", "a/b", "n 1", "n=1", "n,1", "n\\t1", "n\u00e9"})
+        file_error("\n\nnode-id = \"" + bad + "\"\n", 3, {"key 'node-id'", "is not a node id", "letters, digits"});
+    flag_error({"--node-id", "n2/x"}, {"--node-id 'n2/x'", "'n2/x' is not a node id"});
+    EXPECT_EQ(run_ok({"--node-id", "Node-1_a.b"}).node_id, "Node-1_a.b");
+    EXPECT_EQ(run_ok({"--config", write("ok.toml", "node-id = \"n.2\"\n")}).node_id, "n.2");
+}
+
+TEST_F(node_config_test, a_queue_cannot_be_its_own_dead_letter_queue) {
+    file_error("[[queue]]\nname = \"orders\"\n\ndead-letter-queue = \"orders\"\n", 4,
+               {"key 'dead-letter-queue' in [[queue]] 'orders'", "'orders' would dead-letter into itself"});
+    // The dead-letter queue itself, inheriting the default, is not refused
+    // (the engine drops what it would dead-letter); nor is another name.
+    auto cfg = run_ok({"--config", write("ok.toml", "[[queue]]\nname = \"DLQ\"\n[[queue]]\nname = \"a\"\n"
+                                                    "dead-letter-queue = \"DLQ\"\n")});
+    ASSERT_EQ(cfg.queues.size(), 2u);
+}
+
+TEST_F(node_config_test, a_node_must_listen_somewhere) {
+    file_error("threads = 1\nlisten = []\n", 2, {"key 'listen'", "no address to listen on"});
+    // The listeners of [[listener]] tables are enough.
+    auto cfg = run_ok({"--config", write("ok.toml", "listen = []\n[[listener]]\naddress = \"127.0.0.1:0\"\n")});
+    ASSERT_EQ(cfg.listeners.size(), 1u);
+    EXPECT_EQ(cfg.listeners[0].port, 0);
+}
+
+TEST_F(node_config_test, a_plugin_is_listed_once) {
+    file_error("plugins = [\"wlm\", \"other\", \"wlm\"]\n", 1, {"key 'plugins'", "'wlm' is listed twice"});
+    flag_error({"--plugin", "wlm", "--plugin", "wlm"}, {"--plugin", "'wlm' is listed twice"});
+}
+
 TEST_F(node_config_test, file_syntax_error_gives_the_line) {
     file_error("node-id = \"n1\"\nthreads = = 4\n", 2, {"TOML syntax error"});
     file_error("threads = 1\nthreads = 2\n", 2, {"TOML syntax error"}); // redefinition

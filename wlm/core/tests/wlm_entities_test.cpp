@@ -228,5 +228,90 @@ TEST_F(wlm_entities_test, rebalance_plans_issues_moves_and_a_dry_run_only_plans)
     }
 }
 
+TEST_F(wlm_entities_test, a_route_target_cannot_carry_fields_of_its_own) {
+    route_entities routes(shared_);
+    // Each would have been stored as a record with fields the name smuggled in.
+    for (const auto& [key, target] : std::vector<std::pair<std::string, std::string>>{
+             {"group", "g;node=n2"},
+             {"node", "n1;mode=bogus"},
+             {"group", "a,b"},
+             {"group", "g=h"},
+             {"group", std::string("g\x01")},
+             {"node", "n 1"},
+             {"node", "n/1"}}) {
+        auto r = routes.invoke("CREATE", "inj.*", {{key, target}});
+        ASSERT_FALSE(r) << key << "=" << target;
+        EXPECT_EQ(r.error().code, errc::invalid_field);
+        EXPECT_NE(r.error().description.find("'" + key + "'"), std::string::npos) << r.error().description;
+        EXPECT_NE(r.error().description.find(target), std::string::npos) << r.error().description;
+    }
+    EXPECT_TRUE(routes.query()->empty()); // nothing was stored
+    // Names within the rules are stored and read back as given.
+    ASSERT_TRUE(routes.invoke("CREATE", "inj.*", {{"group", std::string("east-1.a_b")}}));
+    auto bad = routes.invoke("UPDATE", "inj.*", {{"node", std::string("n2;mode=relay")}});
+    ASSERT_FALSE(bad);
+    EXPECT_EQ(bad.error().code, errc::invalid_field);
+    auto all = routes.query();
+    ASSERT_TRUE(all);
+    ASSERT_EQ(all->size(), 1u);
+    EXPECT_EQ(text(all->front(), "group"), "east-1.a_b");
+    EXPECT_EQ(text(all->front(), "node"), "<none>");
+    EXPECT_EQ(text(all->front(), "mode"), "<none>");
+}
+
+TEST_F(wlm_entities_test, create_and_update_refuse_arguments_they_do_not_take) {
+    const auto refused = [](const result<plugins::entity, error>& r, const std::string& words) {
+        ASSERT_FALSE(r) << words;
+        EXPECT_EQ(r.error().code, errc::invalid_field);
+        EXPECT_NE(r.error().description.find(words), std::string::npos) << r.error().description;
+    };
+    // A cluster queue's CREATE: a misspelt setting places nothing.
+    owner_entities queues(shared_, "wharf.queue",
+                          [](const std::string&, const std::string&) -> result<std::pair<std::string, std::string>, error> {
+                              return std::pair<std::string, std::string>{"n2", "test"};
+                          });
+    refused(queues.invoke("CREATE", "qa", {{"maxDepht", int64_t{5}}}), "'maxDepht' is not a setting CREATE can set");
+    EXPECT_EQ(queues.query()->size(), 1u); // only "orders"
+    ASSERT_TRUE(queues.invoke("CREATE", "qa", {{"maxDepth", int64_t{5}}, {"node", std::string("n2")}}));
+
+    route_entities routes(shared_);
+    refused(routes.invoke("CREATE", "r.*", {{"node", std::string("n1")}, {"mdoe", std::string("relay")}}), "'mdoe'");
+    EXPECT_TRUE(routes.query()->empty());
+    ASSERT_TRUE(routes.invoke("CREATE", "r.*", {{"node", std::string("n1")}}));
+    refused(routes.invoke("UPDATE", "r.*", {{"mdoe", std::string("relay")}}), "'mdoe' is not an argument of wharf.route");
+    refused(routes.invoke("UPDATE", "r.*", {}), "UPDATE of a wharf.route changes one of: node, group, mode");
+    // Request properties are not arguments.
+    ASSERT_TRUE(routes.invoke("UPDATE", "r.*", {{"mode", std::string("redirect")}, {"type", std::string("wharf.route")}}));
+    EXPECT_EQ(text(routes.query()->front(), "mode"), "redirect");
+
+    placement_entities placement(shared_, placement_config{});
+    refused(placement.invoke("UPDATE", "placement", {{"weightQueue", int64_t{3}}}), "'weightQueue'");
+    refused(placement.invoke("UPDATE", "placement", {{"policy", std::string("round-robin")}, {"polcy", int64_t{1}}}),
+            "'polcy' is not a setting");
+    EXPECT_EQ(text(placement.query()->front(), "weightQueues"), "1.0"); // nothing changed
+    EXPECT_EQ(text(placement.query()->front(), "policy"), "least-loaded");
+}
+
+TEST_F(wlm_entities_test, a_node_that_is_not_listed_cannot_be_updated) {
+    node_entities nodes(shared_);
+    for (const auto& [op, args] : std::vector<std::pair<std::string, plugins::entity>>{
+             {"UPDATE", {{"state", std::string("active")}}},
+             {"UPDATE", {{"state", std::string("draining")}}},
+             {"UNDRAIN", {}}}) {
+        auto r = nodes.invoke(op, "ghost", args);
+        ASSERT_FALSE(r) << op;
+        EXPECT_EQ(r.error().code, errc::not_found) << op;
+        EXPECT_NE(r.error().description.find("'ghost'"), std::string::npos) << r.error().description;
+    }
+    EXPECT_EQ(nodes.query()->size(), 2u); // n1 and n2: the ghost was not made up
+    // A listed node still answers, changed or not.
+    auto same = nodes.invoke("UPDATE", "n1", {{"state", std::string("active")}});
+    ASSERT_TRUE(same) << same.error().description;
+    EXPECT_FALSE(std::get<bool>(same->at("changed")));
+    // A node that is down but owns queues is listed, so it can be undrained.
+    own("kept", "n7");
+    ASSERT_TRUE(nodes.invoke("UNDRAIN", "n7", {}));
+}
+
 } // namespace
 } // namespace wharf::wlm
