@@ -257,3 +257,57 @@ def n1_holds_nothing(cluster, n1, queue):
     status = cluster.wlm_command("status").stdout
     line = next(l for l in status.splitlines() if l.strip().startswith("n1 "))
     return "messages=0" in line
+
+
+def test_a_move_whose_target_refuses_a_message_for_good_is_abandoned_and_keeps_every_message():
+    # n2 takes nothing over 2000 bytes: the large messages can never move.
+    c = Cluster(n=2, wlm=FAST, node_broker={"n2": "max-message-size = 2000"})
+    try:
+        n1 = c.nodes[0]
+        queue = owned_by(c, n1, "bigq")[0]
+        conn = connect(n1)
+        try:
+            snd = conn.create_sender(queue)
+            for i in range(6):  # large (5000 B) and small, interleaved
+                snd.send(Message(id=i, body="x" * 5000 if i % 2 == 0 else "small-%d" % i, durable=True))
+        finally:
+            conn.close()
+        out = c.wlm_command("move", queue, "n2", "--wait", "30")
+        assert out.returncode == 1, out.stdout
+        assert "move to n2 abandoned" in out.stderr, out.stderr
+        assert "amqp:link:message-size-exceeded" in out.stderr, out.stderr
+        assert c.owners()[queue] == ("n1", None)
+        assert "message-size-exceeded" in c.wlm_command("status").stdout
+        # n1 serves the queue again, and the move no longer blocks others.
+        assert attach(n1, queue) == "local"
+        ids = drain_all(n1, queue, 6)
+        # Each message exactly once (what n2 took came back); the ones that
+        # stayed at n1 in their order.
+        assert sorted(ids) == list(range(6)), ids
+        assert [i for i in ids if i % 2 == 0] == [0, 2, 4], ids
+    finally:
+        c.stop()
+
+
+def test_a_move_back_to_the_owner_cancels_a_move_under_way():
+    # n2's queues hold one message and reject the rest: the move retries.
+    c = Cluster(n=2, wlm=FAST,
+                node_broker={"n2": "[queue-defaults]\nmax-depth-messages = 1\noverflow-policy = \"reject\""})
+    try:
+        n1 = c.nodes[0]
+        queue = owned_by(c, n1, "stuck")[0]
+        fill(n1, queue, 5)
+        out = c.wlm_command("move", queue, "n2", "--wait", "1")
+        assert out.returncode == 1 and "still moving" in out.stderr, (out.stdout, out.stderr)
+        out = c.wlm_command("move", queue, "n1")
+        assert out.returncode == 0, out.stderr
+        assert "cancelled" in out.stdout, out.stdout
+        assert c.owners()[queue] == ("n1", None)
+        assert "move to n2 cancelled" in c.wlm_command("status").stdout
+        assert attach(n1, queue) == "local"
+        ids = drain_all(n1, queue, 5)
+        # The one n2 took comes back behind the ones that stayed, in order.
+        assert sorted(ids) == list(range(5)), ids
+        assert [i for i in ids if i != 0] == [1, 2, 3, 4], ids
+    finally:
+        c.stop()

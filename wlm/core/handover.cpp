@@ -188,6 +188,17 @@ void wlm_service::hand_over(const plugins::local_queue& q, const owner_record& r
         spdlog::info("{}: wlm: handing queue '{}' ({} messages) to node {}", node_.node_id, q.name, q.depth,
                      target);
     }
+    if (moving_out) {
+        // The target refuses what retrying will not change: give the move
+        // up rather than retry for ever. What it refused stays here in
+        // order; what it took comes back as a leftover of a queue owned
+        // here (behind what stayed).
+        if (auto why = t->refused_for_good(); !why.empty()) {
+            transfers_.erase(q.name); // ends the tap: what it holds goes back to the queue
+            abandon_move(q.name, rec, why + "; the queue stays on " + node_.node_id);
+            return;
+        }
+    }
     t->top_up();
     if (q.depth != 0 || q.links != 0 || t->in_flight() != 0) return;
     // Everything arrived at the target.
