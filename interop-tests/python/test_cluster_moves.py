@@ -235,7 +235,7 @@ def test_a_killed_node_has_its_queues_reassigned_and_its_messages_reach_the_new_
         owner = c.wait_for(lambda: (c.owners()[queue][0] != "n1") and c.owners()[queue][0],
                            what="the queue to be reassigned")
         new_owner = c.node(owner)
-        assert "reassigned" in c.wlm_command("status").stdout
+        assert "reassigned: node n1 down for over 2 s" in c.wlm_command("status").stdout
         # The new owner serves the queue (empty until n1 returns).
         c.wait_for(lambda: attach(new_owner, queue) == "local", what="the new owner to serve")
         conn = connect(new_owner)

@@ -319,8 +319,8 @@ void wlm_service::reassign_down() {
             }
             next.node = d->node;
             next.epoch = rec.epoch + 1;
-            next.reason = "reassigned: node " + rec.node + " down for over " +
-                          std::to_string(opts_.reassign_after->count() / 1000.0).substr(0, 4) + " s; " + d->reason;
+            next.reason = "reassigned: node " + rec.node + " down for over " + seconds_text(*opts_.reassign_after) +
+                          " s; " + d->reason;
         }
         if (cas_owner(q, rec, next))
             spdlog::warn("{}: wlm: queue '{}' reassigned from down node {} to node {}", node_.node_id, q,

@@ -534,7 +534,7 @@ void wlm_service::answer_parked(bool all) {
                                                errc::detach_forced,
                                                "queue '" + it->queue + "' is still moving from node " +
                                                    o->second.node + " to node " + o->second.to + " after " +
-                                                   std::to_string(opts_.park_timeout.count() / 1000) +
+                                                   seconds_text(opts_.park_timeout) +
                                                    " s; attach again later"));
             it = parked_.erase(it);
         }

@@ -74,8 +74,14 @@ struct wlm_options {
     serve_mode mode_for(std::string_view queue) const;
 };
 
+// The longest duration a [plugin.wlm] key may give: a year, in seconds.
+inline constexpr int64_t max_duration_seconds = 365LL * 24 * 3600;
+
 // Reads [plugin.wlm]; errors name the key ("plugin.wlm.placement: ...").
 result<wlm_options, std::string> parse_wlm_options(const plugins::options& opts);
+
+// A duration in seconds as people write it: "2", "0.5", "31536000".
+std::string seconds_text(std::chrono::milliseconds d);
 
 class wlm_service final : public plugins::plugin, public plugins::address_resolver {
   public:
