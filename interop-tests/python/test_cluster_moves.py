@@ -311,3 +311,26 @@ def test_a_move_back_to_the_owner_cancels_a_move_under_way():
         assert [i for i in ids if i != 0] == [1, 2, 3, 4], ids
     finally:
         c.stop()
+
+
+def test_an_attach_to_a_queue_whose_owner_died_while_moving_it_is_refused_at_once():
+    # n2's queues hold one message and reject the rest: the move stays under
+    # way until n1 dies (park-timeout: the default 30 s).
+    c = Cluster(n=2, wlm=FAST,
+                node_broker={"n2": "[queue-defaults]\nmax-depth-messages = 1\noverflow-policy = \"reject\""})
+    try:
+        n1, n2 = c.nodes[0], c.nodes[1]
+        queue = owned_by(c, n1, "orphaned")[0]
+        fill(n1, queue, 3)
+        assert c.wlm_command("move", queue, "n2").returncode == 0
+        n1.kill()
+        c.wait_for(lambda: c.members() == {"n2"}, what="n1's lease to lapse")
+        started = time.monotonic()
+        got = attach(n2, queue)  # the connection's own time-out is 10 s
+        assert time.monotonic() - started < 5, "the attach waited for a move that cannot end"
+        assert got != "local"
+        assert got["condition"] == "amqp:link:detach-forced", got
+        assert "owned by node n1, which is down" in got["description"], got
+        assert "moving it to node n2" in got["description"], got
+    finally:
+        c.stop()

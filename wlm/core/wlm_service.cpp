@@ -270,21 +270,30 @@ void wlm_service::erase_owner_locked(const std::string& queue) {
     ++world_version_;
 }
 
+bool wlm_service::owner_down_locked(const owner_record& rec) const {
+    return rec.node != node_.node_id && !nodes_.count(rec.node);
+}
+
+bool wlm_service::park_locked(const owner_record& rec) const { return rec.moving() && !owner_down_locked(rec); }
+
 plugins::resolution wlm_service::answer_locked(const std::string& queue) const {
     auto o = owners_.find(queue);
     if (o == owners_.end())
         return plugins::resolution::refuse(errc::internal_error, "queue '" + queue + "' has no owner");
+    // A move cannot end while its owner is down: say so rather than wait.
+    if (owner_down_locked(o->second))
+        return plugins::resolution::refuse(
+            errc::detach_forced,
+            "queue '" + queue + "' is owned by node " + o->second.node + ", which is down" +
+                (o->second.moving() ? " (it was moving it to node " + o->second.to + ")" : "") +
+                "; it is unavailable until that node returns" +
+                (opts_.reassign_after ? " or the cluster reassigns it" : ""));
     if (o->second.moving())
         return plugins::resolution::refuse(errc::not_found, "queue '" + queue + "' is moving from node " +
                                                                 o->second.node + " to node " + o->second.to +
                                                                 "; send it again in a moment");
     if (o->second.node == node_.node_id) return plugins::resolution::local();
     auto n = nodes_.find(o->second.node);
-    if (n == nodes_.end())
-        return plugins::resolution::refuse(
-            errc::detach_forced,
-            "queue '" + queue + "' is owned by node " + o->second.node + ", which is down; it is unavailable until "
-                "that node returns" + (opts_.reassign_after ? " or the cluster reassigns it" : ""));
     if (mode_locked(queue) == wlm_options::serve_mode::relay)
         return plugins::resolution::relay(o->second.node, n->second.host, n->second.port, queue);
     return plugins::resolution::redirect(o->second.node, n->second.host, n->second.port, queue);
@@ -332,7 +341,7 @@ void wlm_service::resolve(const plugins::attach_request& request, done_fn done) 
             if (o != owners_.end() && (o->second.moving() ? o->second.to : o->second.node) == node_.node_id)
                 known = plugins::resolution::local();
             else requests_.push_back({queue, std::move(done), std::string(request.forwarded_from)});
-        } else if (o != owners_.end() && o->second.moving()) {
+        } else if (o != owners_.end() && park_locked(o->second)) {
             // Wait for the move to end, then answer as the new owner says.
             parked_.push_back({queue, clock::now() + opts_.park_timeout, std::move(done)});
             return;
@@ -491,7 +500,7 @@ void wlm_service::serve(request& r, const std::unordered_set<std::string>& unpla
                              "node " + node_.node_id + " does not own queue '" + r.queue + "' (owner: " +
                                  (o == owners_.end() ? std::string("none") : o->second.node) +
                                  "); it takes no messages handed over for it");
-        } else if (o != owners_.end() && o->second.moving()) {
+        } else if (o != owners_.end() && park_locked(o->second)) {
             parked_.push_back({r.queue, clock::now() + opts_.park_timeout, std::move(r.done)});
             return;
         } else if (o == owners_.end() && failed) {
@@ -520,7 +529,8 @@ void wlm_service::answer_parked(bool all) {
         const auto now = clock::now();
         for (auto it = parked_.begin(); it != parked_.end();) {
             auto o = owners_.find(it->queue);
-            const bool moving = o != owners_.end() && o->second.moving();
+            // (An owner gone down meanwhile: answered at once, as down.)
+            const bool moving = o != owners_.end() && park_locked(o->second);
             if (moving && now < it->deadline && !all) {
                 ++it;
                 continue;

@@ -128,6 +128,11 @@ class wlm_service final : public plugins::plugin, public plugins::address_resolv
     void serve(request& r, const std::unordered_set<std::string>& unplaceable);
     void answer_parked(bool all);
     plugins::resolution answer_locked(const std::string& queue) const;
+    // The record's owner is another node that is not a live member.
+    bool owner_down_locked(const owner_record& rec) const;
+    // An attach to the queue waits for its move to end: it is moving and
+    // its owner is live (a move whose owner is down cannot end).
+    bool park_locked(const owner_record& rec) const;
     std::optional<plugins::resolution> node_local_answer(std::string_view address) const;
     std::vector<node_load> candidates_locked() const;
     void set_owner_locked(const std::string& queue, owner_record rec);
