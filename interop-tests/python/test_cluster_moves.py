@@ -334,3 +334,30 @@ def test_an_attach_to_a_queue_whose_owner_died_while_moving_it_is_refused_at_onc
         assert "moving it to node n2" in got["description"], got
     finally:
         c.stop()
+
+
+def test_a_drain_says_once_that_a_pinned_queue_has_nowhere_to_go():
+    c = Cluster(n=2, wlm=dict(FAST, rules='["pinned-* -> node:n1"]'))
+    try:
+        n1 = c.nodes[0]
+        pinned = ["pinned-%d" % i for i in range(4)]
+        for q in pinned:
+            assert attach(n1, q) == "local"
+        free = owned_by(c, n1, "free", count=2)
+        for q in free:
+            fill(n1, q, 50)
+        assert c.wlm_command("drain", "n1").returncode == 0
+        # The free queues move (every tick walks while they do); the pinned
+        # ones stay.
+        c.wait_for(lambda: all(c.owners()[q] == ("n2", None) for q in free), what="the free queues to move")
+        assert all(c.owners()[q] == ("n1", None) for q in pinned)
+        log = n1.log()
+        for q in pinned:
+            assert log.count("queue '%s' has nowhere to go" % q) == 1, log[-2000:]
+        # A new drain says it again.
+        assert c.wlm_command("undrain", "n1").returncode == 0
+        assert c.wlm_command("drain", "n1").returncode == 0
+        c.wait_for(lambda: all(n1.log().count("queue '%s' has nowhere to go" % q) >= 2 for q in pinned),
+                   what="the second drain to look at the pinned queues")
+    finally:
+        c.stop()

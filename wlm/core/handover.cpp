@@ -62,14 +62,12 @@ bool wlm_service::reconcile_due(clock::time_point now) {
     constexpr int safety_net_ticks = 300; // a minute at the default poll-interval
     const uint64_t queues = ctx_.queue_set_version();
     uint64_t world;
-    bool draining;
     {
         std::lock_guard l(mu_);
         world = world_version_;
-        draining = draining_locked();
     }
     const std::pair seen{queues, world};
-    const bool due = !reconciled_ || *reconciled_ != seen || again_ || !transfers_.empty() || draining ||
+    const bool due = !reconciled_ || *reconciled_ != seen || again_ || !transfers_.empty() || drain_pending_ ||
                      (opts_.reassign_after && !down_since_.empty()) || now >= next_full_reconcile_;
     if (!due) return false;
     // Read before the walk: a change during it brings another.
@@ -255,17 +253,33 @@ void wlm_service::claim(const std::string& queue, uint64_t depth) {
 void wlm_service::drain_some() {
     std::vector<std::pair<std::string, owner_record>> todo;
     size_t under_way = 0;
+    uint64_t inputs;
     {
         std::lock_guard l(mu_);
-        if (!draining_locked()) return;
+        if (!draining_locked()) {
+            drain_stuck_.clear();
+            drain_pending_ = false;
+            return;
+        }
+        inputs = placement_inputs_version_;
         for (const auto& [q, o] : owners_) {
             if (o.node != node_.node_id) continue;
             if (o.moving()) ++under_way;
             else todo.emplace_back(q, o);
         }
     }
+    if (inputs != drain_stuck_inputs_) { // a node, drain, route or policy changed: decide (and say) again
+        drain_stuck_.clear();
+        drain_stuck_inputs_ = inputs;
+    }
+    bool pending = under_way > 0;
     for (auto& [q, rec] : todo) {
-        if (under_way >= max_moves_out_of_draining_node) break;
+        // A queue found unmovable stays so until placement's inputs change.
+        if (drain_stuck_.count(q)) continue;
+        if (under_way >= max_moves_out_of_draining_node) {
+            pending = true;
+            break;
+        }
         owner_record next = rec;
         {
             std::lock_guard l(mu_);
@@ -274,17 +288,20 @@ void wlm_service::drain_some() {
             if (!d || d->node == node_.node_id) {
                 spdlog::warn("{}: wlm: draining: queue '{}' has nowhere to go: {}", node_.node_id, q,
                              d ? "placement keeps it here" : d.error());
+                drain_stuck_.insert(q);
                 continue;
             }
             next.st = owner_record::state::moving;
             next.to = d->node;
             next.reason = "moving to " + d->node + " (node " + node_.node_id + " draining; " + d->reason + ")";
         }
+        pending = true; // moving now, or the record changed meanwhile (cas_owner: look again)
         if (cas_owner(q, rec, next)) {
             ++under_way;
             spdlog::info("{}: wlm: draining: queue '{}' moves to node {}", node_.node_id, q, next.to);
         }
     }
+    drain_pending_ = pending;
 }
 
 // With reassign-after: the queues of a node down that long get new owners.

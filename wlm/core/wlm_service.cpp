@@ -116,6 +116,7 @@ bool wlm_service::load_all() {
     if (!rev || !nodes || !owners || !drains || !routes || !placement || !settings) return false;
     std::lock_guard l(mu_);
     ++world_version_;
+    ++placement_inputs_version_;
     nodes_.clear();
     owners_.clear();
     owned_.clear();
@@ -152,15 +153,22 @@ void wlm_service::apply(const change& c) {
         // a node coming, going or moving concerns the hand-over tick.
         const std::string id = key.substr(nodes_prefix.size());
         if (c.kind == change::erase) {
-            if (nodes_.erase(id) != 0) ++world_version_;
+            if (nodes_.erase(id) != 0) {
+                ++world_version_;
+                ++placement_inputs_version_;
+            }
         } else if (auto n = decode_node(id, c.kv.value)) {
             auto& cur = nodes_[id];
-            if (cur.host != n->host || cur.port != n->port) ++world_version_;
+            if (cur.host != n->host || cur.port != n->port) {
+                ++world_version_;
+                ++placement_inputs_version_;
+            }
             cur = std::move(*n);
         }
         return;
     }
     ++world_version_;
+    if (key.rfind(owners_prefix, 0) != 0 && key.rfind(settings_prefix, 0) != 0) ++placement_inputs_version_;
     if (key.rfind(owners_prefix, 0) == 0) {
         const std::string q = key.substr(owners_prefix.size());
         if (c.kind == change::erase) {
@@ -402,6 +410,7 @@ void wlm_service::learn_nodes_locked(const std::vector<key_value>& live) {
             if (auto n = decode_node(id, kv.value)) {
                 nodes_[id] = std::move(*n);
                 ++world_version_;
+                ++placement_inputs_version_;
             }
     }
 }

@@ -153,8 +153,9 @@ class wlm_service final : public plugins::plugin, public plugins::address_resolv
 
     // handover.cpp (worker thread)
     // Whether a tick must walk the queues: something it acts on changed
-    // since the last walk, or a hand-over, drain, reassignment or failed
-    // step is under way, or the safety-net period passed.
+    // since the last walk, or a hand-over, a drain with queues it can move,
+    // a reassignment or a failed step is under way, or the safety-net
+    // period passed.
     bool reconcile_due(clock::time_point now);
     void reconcile();
     void hand_over(const plugins::local_queue& q, const owner_record& rec);
@@ -197,6 +198,14 @@ class wlm_service final : public plugins::plugin, public plugins::address_resolv
     std::optional<std::pair<uint64_t, uint64_t>> reconciled_;
     bool again_ = false;
     clock::time_point next_full_reconcile_;
+    // Draining: the queues placement found no other node for (each logged
+    // once per drain, and again when placement_inputs_version_ moves), and
+    // whether the drain has work a walk can do (moves under
+    // way or queues that can go): unmovable queues alone do not make every
+    // tick walk.
+    std::set<std::string> drain_stuck_;
+    uint64_t drain_stuck_inputs_ = 0;
+    bool drain_pending_ = false;
 
     mutable std::mutex mu_;                   // the caches and the request queues
     std::condition_variable cv_;
@@ -209,6 +218,9 @@ class wlm_service final : public plugins::plugin, public plugins::address_resolv
     // record, a node joining or leaving (or moving), drains, routes,
     // placement or settings records. Not on load reports.
     uint64_t world_version_ = 0;
+    // Moves on when what placement decides with changes: nodes joining or
+    // leaving, drains, routes, the placement record (not owner records).
+    uint64_t placement_inputs_version_ = 0;
     std::map<std::string, node_record> nodes_;
     std::set<std::string> drains_;
     std::map<std::string, route_record> routes_;   // by pattern
