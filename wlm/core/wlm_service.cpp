@@ -515,10 +515,8 @@ void wlm_service::serve(request& r, const std::unordered_set<std::string>& unpla
         } else if (o == owners_.end() && failed) {
             // Placing needs the store: refuse rather than guess (another node
             // may be placing the same queue).
-            res = plugins::resolution::refuse(
-                errc::internal_error, "node " + node_.node_id + " cannot place queue '" + r.queue +
-                                          "': the metadata store is unreachable (" + failed->description +
-                                          "); attach again when it is back");
+            const error e = placement_failure(node_.node_id, r.queue, *failed);
+            res = plugins::resolution::refuse(e.code, e.description);
         } else {
             res = o != owners_.end() ? answer_locked(r.queue)
                                      : plugins::resolution::refuse(errc::detach_forced,
@@ -527,6 +525,26 @@ void wlm_service::serve(request& r, const std::unordered_set<std::string>& unpla
         }
     }
     r.done(std::move(res));
+}
+
+error placement_failure(const std::string& node, const std::string& queue, const store_error& e) {
+    const std::string cannot = "node " + node + " cannot place queue '" + queue + "': ";
+    switch (e.code) {
+    case store_errc::invalid:
+        return error{errc::invalid_field, cannot + "the metadata store refuses the queue's name as a key (" +
+                                              e.description + "); use another address"};
+    case store_errc::unavailable:
+    case store_errc::io:
+        return error{errc::internal_error, cannot + "the metadata store is unreachable (" + e.description +
+                                               "); attach again when it is back"};
+    case store_errc::conflict:
+        return error{errc::internal_error,
+                     cannot + "its owner record kept changing (" + e.description + "); attach again"};
+    case store_errc::lease_expired:
+        return error{errc::internal_error, cannot + "the node's cluster membership lapsed (" + e.description +
+                                               "); attach again once it has rejoined"};
+    }
+    return error{errc::internal_error, cannot + e.description}; // not reached: every code is handled above
 }
 
 // Attaches that waited for a move: answer those whose move ended (all: the

@@ -80,6 +80,12 @@ inline constexpr int64_t max_duration_seconds = 365LL * 24 * 3600;
 // Reads [plugin.wlm]; errors name the key ("plugin.wlm.placement: ...").
 result<wlm_options, std::string> parse_wlm_options(const plugins::options& opts);
 
+// What an attach is refused with when placing its queue failed in the
+// store: amqp:invalid-field when the store refuses the name as a key, the
+// store is unreachable (amqp:internal-error) when it cannot be reached or
+// failed, and so on; the description names the node and the queue.
+error placement_failure(const std::string& node, const std::string& queue, const store_error& e);
+
 // A duration in seconds as people write it: "2", "0.5", "31536000".
 std::string seconds_text(std::chrono::milliseconds d);
 
