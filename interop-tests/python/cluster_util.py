@@ -28,9 +28,11 @@ def free_port():
 class Cluster:
     """wlm: extra [plugin.wlm] keys, e.g. {"lease-ttl": 1, "reassign-after": 2}.
     etcd: an EtcdCluster to use (else WHARF_METADATA=etcd picks the shared one).
-    ids: the nodes' ids (default n1, n2, ...; then n is ignored)."""
+    ids: the nodes' ids (default n1, n2, ...; then n is ignored).
+    node_broker: node id -> top-level config lines for that node only (after
+    `broker`), e.g. {"n2": "max-message-size = 2000"}."""
 
-    def __init__(self, n=3, wlm=None, broker="", etcd=None, ids=None):
+    def __init__(self, n=3, wlm=None, broker="", etcd=None, ids=None, node_broker=None):
         self.dir = tempfile.mkdtemp(prefix="wharf-cluster-")
         if etcd is None and os.environ.get("WHARF_METADATA") == "etcd":
             etcd = shared_etcd()
@@ -40,10 +42,12 @@ class Cluster:
         self.metadata = etcd.spec(self.prefix) if etcd else "sqlite:" + os.path.join(self.dir, "meta.db")
         self.wlm = dict(wlm or {})
         self.broker = broker  # top-level config lines for every node
+        self.node_broker = dict(node_broker or {})
         self.nodes = [self._start(i) for i in (ids or ["n%d" % i for i in range(1, n + 1)])]
 
-    def _config(self):
-        text = "plugins = [\"wlm\"]\nmetadata = \"%s\"\n%s\n[plugin.wlm]\n" % (self.metadata, self.broker)
+    def _config(self, node_id):
+        text = "plugins = [\"wlm\"]\nmetadata = \"%s\"\n%s\n%s\n[plugin.wlm]\n" % (
+            self.metadata, self.broker, self.node_broker.get(node_id, ""))
         for k, v in self.wlm.items():
             text += "%s = %s\n" % (k, v)
         return text
@@ -53,7 +57,7 @@ class Cluster:
         # it: the start then fails, and another port is tried.
         for attempt in range(5):
             try:
-                return Wharfd(config_text=self._config(), node_id=node_id, data_dir=data_dir,
+                return Wharfd(config_text=self._config(node_id), node_id=node_id, data_dir=data_dir,
                               listen="127.0.0.1:%d" % free_port())
             except RuntimeError as e:
                 if "cannot listen" not in str(e) or attempt == 4:

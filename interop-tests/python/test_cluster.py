@@ -148,6 +148,16 @@ def test_wlm_config_errors_stop_the_node_naming_the_key(tmp_path):
                          capture_output=True, text=True, timeout=30)
     assert res.returncode == 2
     assert "plugin.wlm.placement" in res.stderr
+    # Durations must be finite and at most a year (1e10 s used to overflow
+    # into "reassign at once").
+    for value in ("1e10", "inf", "1e300"):
+        cfg.write_text("plugins = [\"wlm\"]\nmetadata = \"sqlite:%s\"\n[plugin.wlm]\nreassign-after = %s\n"
+                       % (tmp_path / "m.db", value))
+        res = subprocess.run([WHARFD, "--listen", "127.0.0.1:%d" % free_port(), "--data-dir",
+                              str(tmp_path / "d3"), "--config", str(cfg)],
+                             capture_output=True, text=True, timeout=30)
+        assert res.returncode == 2, (value, res.stderr)
+        assert "plugin.wlm.reassign-after" in res.stderr and "more than a year" in res.stderr, res.stderr
 
 
 def test_anonymous_relay_never_makes_a_second_owner(cluster):

@@ -235,7 +235,7 @@ def test_a_killed_node_has_its_queues_reassigned_and_its_messages_reach_the_new_
         owner = c.wait_for(lambda: (c.owners()[queue][0] != "n1") and c.owners()[queue][0],
                            what="the queue to be reassigned")
         new_owner = c.node(owner)
-        assert "reassigned" in c.wlm_command("status").stdout
+        assert "reassigned: node n1 down for over 2 s" in c.wlm_command("status").stdout
         # The new owner serves the queue (empty until n1 returns).
         c.wait_for(lambda: attach(new_owner, queue) == "local", what="the new owner to serve")
         conn = connect(new_owner)
@@ -257,3 +257,107 @@ def n1_holds_nothing(cluster, n1, queue):
     status = cluster.wlm_command("status").stdout
     line = next(l for l in status.splitlines() if l.strip().startswith("n1 "))
     return "messages=0" in line
+
+
+def test_a_move_whose_target_refuses_a_message_for_good_is_abandoned_and_keeps_every_message():
+    # n2 takes nothing over 2000 bytes: the large messages can never move.
+    c = Cluster(n=2, wlm=FAST, node_broker={"n2": "max-message-size = 2000"})
+    try:
+        n1 = c.nodes[0]
+        queue = owned_by(c, n1, "bigq")[0]
+        conn = connect(n1)
+        try:
+            snd = conn.create_sender(queue)
+            for i in range(6):  # large (5000 B) and small, interleaved
+                snd.send(Message(id=i, body="x" * 5000 if i % 2 == 0 else "small-%d" % i, durable=True))
+        finally:
+            conn.close()
+        out = c.wlm_command("move", queue, "n2", "--wait", "30")
+        assert out.returncode == 1, out.stdout
+        assert "move to n2 abandoned" in out.stderr, out.stderr
+        assert "amqp:link:message-size-exceeded" in out.stderr, out.stderr
+        assert c.owners()[queue] == ("n1", None)
+        assert "message-size-exceeded" in c.wlm_command("status").stdout
+        # n1 serves the queue again, and the move no longer blocks others.
+        assert attach(n1, queue) == "local"
+        ids = drain_all(n1, queue, 6)
+        # Each message exactly once (what n2 took came back); the ones that
+        # stayed at n1 in their order.
+        assert sorted(ids) == list(range(6)), ids
+        assert [i for i in ids if i % 2 == 0] == [0, 2, 4], ids
+    finally:
+        c.stop()
+
+
+def test_a_move_back_to_the_owner_cancels_a_move_under_way():
+    # n2's queues hold one message and reject the rest: the move retries.
+    c = Cluster(n=2, wlm=FAST,
+                node_broker={"n2": "[queue-defaults]\nmax-depth-messages = 1\noverflow-policy = \"reject\""})
+    try:
+        n1 = c.nodes[0]
+        queue = owned_by(c, n1, "stuck")[0]
+        fill(n1, queue, 5)
+        out = c.wlm_command("move", queue, "n2", "--wait", "1")
+        assert out.returncode == 1 and "still moving" in out.stderr, (out.stdout, out.stderr)
+        out = c.wlm_command("move", queue, "n1")
+        assert out.returncode == 0, out.stderr
+        assert "cancelled" in out.stdout, out.stdout
+        assert c.owners()[queue] == ("n1", None)
+        assert "move to n2 cancelled" in c.wlm_command("status").stdout
+        assert attach(n1, queue) == "local"
+        ids = drain_all(n1, queue, 5)
+        # The one n2 took comes back behind the ones that stayed, in order.
+        assert sorted(ids) == list(range(5)), ids
+        assert [i for i in ids if i != 0] == [1, 2, 3, 4], ids
+    finally:
+        c.stop()
+
+
+def test_an_attach_to_a_queue_whose_owner_died_while_moving_it_is_refused_at_once():
+    # n2's queues hold one message and reject the rest: the move stays under
+    # way until n1 dies (park-timeout: the default 30 s).
+    c = Cluster(n=2, wlm=FAST,
+                node_broker={"n2": "[queue-defaults]\nmax-depth-messages = 1\noverflow-policy = \"reject\""})
+    try:
+        n1, n2 = c.nodes[0], c.nodes[1]
+        queue = owned_by(c, n1, "orphaned")[0]
+        fill(n1, queue, 3)
+        assert c.wlm_command("move", queue, "n2").returncode == 0
+        n1.kill()
+        c.wait_for(lambda: c.members() == {"n2"}, what="n1's lease to lapse")
+        started = time.monotonic()
+        got = attach(n2, queue)  # the connection's own time-out is 10 s
+        assert time.monotonic() - started < 5, "the attach waited for a move that cannot end"
+        assert got != "local"
+        assert got["condition"] == "amqp:link:detach-forced", got
+        assert "owned by node n1, which is down" in got["description"], got
+        assert "moving it to node n2" in got["description"], got
+    finally:
+        c.stop()
+
+
+def test_a_drain_says_once_that_a_pinned_queue_has_nowhere_to_go():
+    c = Cluster(n=2, wlm=dict(FAST, rules='["pinned-* -> node:n1"]'))
+    try:
+        n1 = c.nodes[0]
+        pinned = ["pinned-%d" % i for i in range(4)]
+        for q in pinned:
+            assert attach(n1, q) == "local"
+        free = owned_by(c, n1, "free", count=2)
+        for q in free:
+            fill(n1, q, 50)
+        assert c.wlm_command("drain", "n1").returncode == 0
+        # The free queues move (every tick walks while they do); the pinned
+        # ones stay.
+        c.wait_for(lambda: all(c.owners()[q] == ("n2", None) for q in free), what="the free queues to move")
+        assert all(c.owners()[q] == ("n1", None) for q in pinned)
+        log = n1.log()
+        for q in pinned:
+            assert log.count("queue '%s' has nowhere to go" % q) == 1, log[-2000:]
+        # A new drain says it again.
+        assert c.wlm_command("undrain", "n1").returncode == 0
+        assert c.wlm_command("drain", "n1").returncode == 0
+        c.wait_for(lambda: all(n1.log().count("queue '%s' has nowhere to go" % q) >= 2 for q in pinned),
+                   what="the second drain to look at the pinned queues")
+    finally:
+        c.stop()

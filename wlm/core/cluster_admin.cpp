@@ -64,10 +64,26 @@ result<owner_record, std::string> request_move(metadata_store& store, const std:
         rec->version = (*cur)->version;
         if (rec->node == target && !rec->moving())
             return fail("queue '" + queue + "' is already on node " + target);
-        if (rec->moving()) {
-            if (rec->to == target) return *rec; // already under way
-            return fail("queue '" + queue + "' is already moving from " + rec->node + " to " + rec->to);
+        if (rec->moving() && rec->to == target) return *rec; // already under way
+        if (rec->moving() && rec->node == target) {
+            // Back to where it is: cancel the move, as the owner abandons
+            // one (epoch + 1, still the owner). The owner keeps what it
+            // still holds; what reached the target comes back.
+            owner_record next;
+            next.node = rec->node;
+            next.epoch = rec->epoch + 1;
+            next.reason = "move to " + rec->to + " cancelled (operator request)";
+            auto put = store.compare_and_set(owner_key(queue), rec->version, encode(next));
+            if (put) {
+                next.version = *put;
+                return next;
+            }
+            if (put.error().code != store_errc::conflict) return fail(describe(put.error()));
+            continue;
         }
+        if (rec->moving())
+            return fail("queue '" + queue + "' is already moving from " + rec->node + " to " + rec->to +
+                        " (a move back to " + rec->node + " cancels it)");
         auto view = read_cluster(store);
         if (!view) return fail(view.error());
         auto t = view->nodes.find(target);

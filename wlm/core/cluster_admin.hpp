@@ -74,7 +74,9 @@ std::vector<node_load> placement_loads(const std::map<std::string, node_record>&
 // Asks the owner of `queue` to hand it to `target`. Refused when the queue
 // has no owner, the owner or the target is not a live member, the target is
 // draining, or the queue is already there or already moving elsewhere.
-// Asking again for a move in progress to the same target is fine.
+// Asking again for a move in progress to the same target is fine; asking to
+// move a moving queue to its current owner cancels the move (the record
+// returned is then active, at epoch + 1).
 result<owner_record, std::string> request_move(metadata_store& store, const std::string& queue,
                                                const std::string& target);
 

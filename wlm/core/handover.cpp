@@ -62,14 +62,12 @@ bool wlm_service::reconcile_due(clock::time_point now) {
     constexpr int safety_net_ticks = 300; // a minute at the default poll-interval
     const uint64_t queues = ctx_.queue_set_version();
     uint64_t world;
-    bool draining;
     {
         std::lock_guard l(mu_);
         world = world_version_;
-        draining = draining_locked();
     }
     const std::pair seen{queues, world};
-    const bool due = !reconciled_ || *reconciled_ != seen || again_ || !transfers_.empty() || draining ||
+    const bool due = !reconciled_ || *reconciled_ != seen || again_ || !transfers_.empty() || drain_pending_ ||
                      (opts_.reassign_after && !down_since_.empty()) || now >= next_full_reconcile_;
     if (!due) return false;
     // Read before the walk: a change during it brings another.
@@ -188,6 +186,17 @@ void wlm_service::hand_over(const plugins::local_queue& q, const owner_record& r
         spdlog::info("{}: wlm: handing queue '{}' ({} messages) to node {}", node_.node_id, q.name, q.depth,
                      target);
     }
+    if (moving_out) {
+        // The target refuses what retrying will not change: give the move
+        // up rather than retry for ever. What it refused stays here in
+        // order; what it took comes back as a leftover of a queue owned
+        // here (behind what stayed).
+        if (auto why = t->refused_for_good(); !why.empty()) {
+            transfers_.erase(q.name); // ends the tap: what it holds goes back to the queue
+            abandon_move(q.name, rec, why + "; the queue stays on " + node_.node_id);
+            return;
+        }
+    }
     t->top_up();
     if (q.depth != 0 || q.links != 0 || t->in_flight() != 0) return;
     // Everything arrived at the target.
@@ -244,17 +253,33 @@ void wlm_service::claim(const std::string& queue, uint64_t depth) {
 void wlm_service::drain_some() {
     std::vector<std::pair<std::string, owner_record>> todo;
     size_t under_way = 0;
+    uint64_t inputs;
     {
         std::lock_guard l(mu_);
-        if (!draining_locked()) return;
+        if (!draining_locked()) {
+            drain_stuck_.clear();
+            drain_pending_ = false;
+            return;
+        }
+        inputs = placement_inputs_version_;
         for (const auto& [q, o] : owners_) {
             if (o.node != node_.node_id) continue;
             if (o.moving()) ++under_way;
             else todo.emplace_back(q, o);
         }
     }
+    if (inputs != drain_stuck_inputs_) { // a node, drain, route or policy changed: decide (and say) again
+        drain_stuck_.clear();
+        drain_stuck_inputs_ = inputs;
+    }
+    bool pending = under_way > 0;
     for (auto& [q, rec] : todo) {
-        if (under_way >= max_moves_out_of_draining_node) break;
+        // A queue found unmovable stays so until placement's inputs change.
+        if (drain_stuck_.count(q)) continue;
+        if (under_way >= max_moves_out_of_draining_node) {
+            pending = true;
+            break;
+        }
         owner_record next = rec;
         {
             std::lock_guard l(mu_);
@@ -263,17 +288,20 @@ void wlm_service::drain_some() {
             if (!d || d->node == node_.node_id) {
                 spdlog::warn("{}: wlm: draining: queue '{}' has nowhere to go: {}", node_.node_id, q,
                              d ? "placement keeps it here" : d.error());
+                drain_stuck_.insert(q);
                 continue;
             }
             next.st = owner_record::state::moving;
             next.to = d->node;
             next.reason = "moving to " + d->node + " (node " + node_.node_id + " draining; " + d->reason + ")";
         }
+        pending = true; // moving now, or the record changed meanwhile (cas_owner: look again)
         if (cas_owner(q, rec, next)) {
             ++under_way;
             spdlog::info("{}: wlm: draining: queue '{}' moves to node {}", node_.node_id, q, next.to);
         }
     }
+    drain_pending_ = pending;
 }
 
 // With reassign-after: the queues of a node down that long get new owners.
@@ -308,8 +336,8 @@ void wlm_service::reassign_down() {
             }
             next.node = d->node;
             next.epoch = rec.epoch + 1;
-            next.reason = "reassigned: node " + rec.node + " down for over " +
-                          std::to_string(opts_.reassign_after->count() / 1000.0).substr(0, 4) + " s; " + d->reason;
+            next.reason = "reassigned: node " + rec.node + " down for over " + seconds_text(*opts_.reassign_after) +
+                          " s; " + d->reason;
         }
         if (cas_owner(q, rec, next))
             spdlog::warn("{}: wlm: queue '{}' reassigned from down node {} to node {}", node_.node_id, q,

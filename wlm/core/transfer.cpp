@@ -11,6 +11,12 @@ int64_t now_ms() {
     using namespace std::chrono;
     return duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count();
 }
+
+// A refusal the same message will meet again however often it is sent.
+bool hopeless_refusal(const internode::forward_outcome& o) {
+    return o.result == internode::forward_result::rejected &&
+           o.description.rfind("amqp:link:message-size-exceeded", 0) == 0;
+}
 } // namespace
 
 transfer::transfer(plugins::node_context& ctx, std::string queue, std::string target,
@@ -36,11 +42,17 @@ transfer::transfer(plugins::node_context& ctx, std::string queue, std::string ta
                     std::lock_guard l(s->mu);
                     if (s->tap == nullptr) return; // the tap returned it to the queue already
                     s->tap->settle(seq, ok);
-                    if (!ok && o.description != s->last_failure) {
-                        s->last_failure = o.description;
-                        spdlog::warn("wlm: moving queue '{}' to {}: a message was not taken ({}); "
-                                     "it stays here and the move pauses",
-                                     q, to, o.description);
+                    if (ok) {
+                        s->refusing_since_ms = 0;
+                    } else {
+                        if (s->refusing_since_ms == 0) s->refusing_since_ms = now_ms();
+                        if (hopeless_refusal(o)) s->hopeless = true;
+                        if (o.description != s->last_failure) {
+                            s->last_failure = o.description;
+                            spdlog::warn("wlm: moving queue '{}' to {}: a message was not taken ({}); "
+                                         "it stays here and the move pauses",
+                                         q, to, o.description);
+                        }
                     }
                 }
                 if (ok) ++s->moved;
@@ -63,6 +75,17 @@ transfer::~transfer() {
 uint64_t transfer::in_flight() const {
     const uint64_t settled = state_->settled.load(); // first: settled <= taken at every moment
     return state_->taken.load() - settled;
+}
+
+std::string transfer::refused_for_good() const {
+    std::lock_guard l(state_->mu);
+    const auto& s = *state_;
+    const bool too_long = s.refusing_since_ms != 0 && now_ms() - s.refusing_since_ms >= refusal_limit.count();
+    if (!s.hopeless && !too_long) return {};
+    std::string why = "node " + target_ + " refused a message (" + s.last_failure + ")";
+    if (!s.hopeless)
+        why += " and took none for " + std::to_string(refusal_limit.count() / 1000) + " s";
+    return why;
 }
 
 void transfer::top_up() {

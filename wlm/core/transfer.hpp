@@ -5,7 +5,9 @@
 // there) sends them byte for byte on a link to the same queue name; a
 // message leaves this node only when the other node accepted it (stored, if
 // durable). A message the other node did not accept goes back to the queue
-// and the transfer pauses before trying again.
+// and the transfer pauses before trying again, unless retrying cannot help:
+// then refused_for_good() says why and the caller gives up (abandons the
+// move).
 //
 // Threads: created, topped up and destroyed on the WLM worker thread; the
 // tap's callback runs on the queue engine's thread and the forwarder's
@@ -42,6 +44,14 @@ class transfer {
     const std::string& target() const { return target_; }
     // The connection to the target ended: this transfer cannot go on.
     bool broken() const { return fwd_->broken(); }
+    // Why retrying is pointless, if it is: the target refused a message
+    // with amqp:link:message-size-exceeded (the message will not shrink),
+    // or it has refused every message for refusal_limit with none accepted
+    // meanwhile. The target's condition, e.g. "node n2 refused a message
+    // (amqp:link:message-size-exceeded: ...)". Empty while worth retrying.
+    std::string refused_for_good() const;
+
+    static constexpr std::chrono::milliseconds refusal_limit{30000};
 
   private:
     struct shared {
@@ -49,7 +59,9 @@ class transfer {
         plugins::queue_tap* tap = nullptr;  // null once the transfer is gone
         std::atomic<uint64_t> taken{0}, settled{0}, moved{0};
         std::atomic<int64_t> pause_until_ms{0};
-        std::string last_failure;
+        std::string last_failure;     // under mu
+        int64_t refusing_since_ms = 0; // under mu: first refusal since the last acceptance (0: none)
+        bool hopeless = false;         // under mu: a refusal retrying cannot cure
     };
 
     const std::string queue_;

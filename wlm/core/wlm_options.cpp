@@ -4,15 +4,21 @@
 #include "wlm/core/wlm_service.hpp"
 
 #include <charconv>
+#include <cmath>
 
 namespace wharf::wlm {
 
 namespace {
+// A duration key's value: a number of seconds, positive and at most
+// max_duration_seconds (so that it is finite and fits in milliseconds).
 result<double, std::string> seconds_of(const std::string& key, const std::vector<std::string>& v) {
     double d = 0;
     auto [p, ec] = std::from_chars(v[0].data(), v[0].data() + v[0].size(), d);
     if (ec != std::errc() || p != v[0].data() + v[0].size() || !(d > 0))
         return fail("plugin.wlm." + key + ": '" + v[0] + "' is not a positive number of seconds");
+    if (!std::isfinite(d) || d > static_cast<double>(max_duration_seconds))
+        return fail("plugin.wlm." + key + ": '" + v[0] + "' seconds is more than a year (at most " +
+                    std::to_string(max_duration_seconds) + ")");
     return d;
 }
 
@@ -37,6 +43,18 @@ std::string trim(std::string s) {
     return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
 }
 } // namespace
+
+std::string seconds_text(std::chrono::milliseconds d) {
+    const int64_t ms = d.count();
+    std::string out = std::to_string(ms / 1000);
+    if (int64_t frac = ms % 1000; frac != 0) {
+        std::string f = std::to_string(frac);
+        f.insert(0, 3 - f.size(), '0');
+        while (f.back() == '0') f.pop_back();
+        out += "." + f;
+    }
+    return out;
+}
 
 wlm_options::serve_mode wlm_options::mode_for(std::string_view queue) const {
     for (const auto& [pattern, m] : mode_rules)

@@ -116,6 +116,7 @@ bool wlm_service::load_all() {
     if (!rev || !nodes || !owners || !drains || !routes || !placement || !settings) return false;
     std::lock_guard l(mu_);
     ++world_version_;
+    ++placement_inputs_version_;
     nodes_.clear();
     owners_.clear();
     owned_.clear();
@@ -152,15 +153,22 @@ void wlm_service::apply(const change& c) {
         // a node coming, going or moving concerns the hand-over tick.
         const std::string id = key.substr(nodes_prefix.size());
         if (c.kind == change::erase) {
-            if (nodes_.erase(id) != 0) ++world_version_;
+            if (nodes_.erase(id) != 0) {
+                ++world_version_;
+                ++placement_inputs_version_;
+            }
         } else if (auto n = decode_node(id, c.kv.value)) {
             auto& cur = nodes_[id];
-            if (cur.host != n->host || cur.port != n->port) ++world_version_;
+            if (cur.host != n->host || cur.port != n->port) {
+                ++world_version_;
+                ++placement_inputs_version_;
+            }
             cur = std::move(*n);
         }
         return;
     }
     ++world_version_;
+    if (key.rfind(owners_prefix, 0) != 0 && key.rfind(settings_prefix, 0) != 0) ++placement_inputs_version_;
     if (key.rfind(owners_prefix, 0) == 0) {
         const std::string q = key.substr(owners_prefix.size());
         if (c.kind == change::erase) {
@@ -270,21 +278,30 @@ void wlm_service::erase_owner_locked(const std::string& queue) {
     ++world_version_;
 }
 
+bool wlm_service::owner_down_locked(const owner_record& rec) const {
+    return rec.node != node_.node_id && !nodes_.count(rec.node);
+}
+
+bool wlm_service::park_locked(const owner_record& rec) const { return rec.moving() && !owner_down_locked(rec); }
+
 plugins::resolution wlm_service::answer_locked(const std::string& queue) const {
     auto o = owners_.find(queue);
     if (o == owners_.end())
         return plugins::resolution::refuse(errc::internal_error, "queue '" + queue + "' has no owner");
+    // A move cannot end while its owner is down: say so rather than wait.
+    if (owner_down_locked(o->second))
+        return plugins::resolution::refuse(
+            errc::detach_forced,
+            "queue '" + queue + "' is owned by node " + o->second.node + ", which is down" +
+                (o->second.moving() ? " (it was moving it to node " + o->second.to + ")" : "") +
+                "; it is unavailable until that node returns" +
+                (opts_.reassign_after ? " or the cluster reassigns it" : ""));
     if (o->second.moving())
         return plugins::resolution::refuse(errc::not_found, "queue '" + queue + "' is moving from node " +
                                                                 o->second.node + " to node " + o->second.to +
                                                                 "; send it again in a moment");
     if (o->second.node == node_.node_id) return plugins::resolution::local();
     auto n = nodes_.find(o->second.node);
-    if (n == nodes_.end())
-        return plugins::resolution::refuse(
-            errc::detach_forced,
-            "queue '" + queue + "' is owned by node " + o->second.node + ", which is down; it is unavailable until "
-                "that node returns" + (opts_.reassign_after ? " or the cluster reassigns it" : ""));
     if (mode_locked(queue) == wlm_options::serve_mode::relay)
         return plugins::resolution::relay(o->second.node, n->second.host, n->second.port, queue);
     return plugins::resolution::redirect(o->second.node, n->second.host, n->second.port, queue);
@@ -332,7 +349,7 @@ void wlm_service::resolve(const plugins::attach_request& request, done_fn done) 
             if (o != owners_.end() && (o->second.moving() ? o->second.to : o->second.node) == node_.node_id)
                 known = plugins::resolution::local();
             else requests_.push_back({queue, std::move(done), std::string(request.forwarded_from)});
-        } else if (o != owners_.end() && o->second.moving()) {
+        } else if (o != owners_.end() && park_locked(o->second)) {
             // Wait for the move to end, then answer as the new owner says.
             parked_.push_back({queue, clock::now() + opts_.park_timeout, std::move(done)});
             return;
@@ -393,6 +410,7 @@ void wlm_service::learn_nodes_locked(const std::vector<key_value>& live) {
             if (auto n = decode_node(id, kv.value)) {
                 nodes_[id] = std::move(*n);
                 ++world_version_;
+                ++placement_inputs_version_;
             }
     }
 }
@@ -491,16 +509,14 @@ void wlm_service::serve(request& r, const std::unordered_set<std::string>& unpla
                              "node " + node_.node_id + " does not own queue '" + r.queue + "' (owner: " +
                                  (o == owners_.end() ? std::string("none") : o->second.node) +
                                  "); it takes no messages handed over for it");
-        } else if (o != owners_.end() && o->second.moving()) {
+        } else if (o != owners_.end() && park_locked(o->second)) {
             parked_.push_back({r.queue, clock::now() + opts_.park_timeout, std::move(r.done)});
             return;
         } else if (o == owners_.end() && failed) {
             // Placing needs the store: refuse rather than guess (another node
             // may be placing the same queue).
-            res = plugins::resolution::refuse(
-                errc::internal_error, "node " + node_.node_id + " cannot place queue '" + r.queue +
-                                          "': the metadata store is unreachable (" + failed->description +
-                                          "); attach again when it is back");
+            const error e = placement_failure(node_.node_id, r.queue, *failed);
+            res = plugins::resolution::refuse(e.code, e.description);
         } else {
             res = o != owners_.end() ? answer_locked(r.queue)
                                      : plugins::resolution::refuse(errc::detach_forced,
@@ -509,6 +525,26 @@ void wlm_service::serve(request& r, const std::unordered_set<std::string>& unpla
         }
     }
     r.done(std::move(res));
+}
+
+error placement_failure(const std::string& node, const std::string& queue, const store_error& e) {
+    const std::string cannot = "node " + node + " cannot place queue '" + queue + "': ";
+    switch (e.code) {
+    case store_errc::invalid:
+        return error{errc::invalid_field, cannot + "the metadata store refuses the queue's name as a key (" +
+                                              e.description + "); use another address"};
+    case store_errc::unavailable:
+    case store_errc::io:
+        return error{errc::internal_error, cannot + "the metadata store is unreachable (" + e.description +
+                                               "); attach again when it is back"};
+    case store_errc::conflict:
+        return error{errc::internal_error,
+                     cannot + "its owner record kept changing (" + e.description + "); attach again"};
+    case store_errc::lease_expired:
+        return error{errc::internal_error, cannot + "the node's cluster membership lapsed (" + e.description +
+                                               "); attach again once it has rejoined"};
+    }
+    return error{errc::internal_error, cannot + e.description}; // not reached: every code is handled above
 }
 
 // Attaches that waited for a move: answer those whose move ended (all: the
@@ -520,7 +556,8 @@ void wlm_service::answer_parked(bool all) {
         const auto now = clock::now();
         for (auto it = parked_.begin(); it != parked_.end();) {
             auto o = owners_.find(it->queue);
-            const bool moving = o != owners_.end() && o->second.moving();
+            // (An owner gone down meanwhile: answered at once, as down.)
+            const bool moving = o != owners_.end() && park_locked(o->second);
             if (moving && now < it->deadline && !all) {
                 ++it;
                 continue;
@@ -534,7 +571,7 @@ void wlm_service::answer_parked(bool all) {
                                                errc::detach_forced,
                                                "queue '" + it->queue + "' is still moving from node " +
                                                    o->second.node + " to node " + o->second.to + " after " +
-                                                   std::to_string(opts_.park_timeout.count() / 1000) +
+                                                   seconds_text(opts_.park_timeout) +
                                                    " s; attach again later"));
             it = parked_.erase(it);
         }

@@ -74,8 +74,20 @@ struct wlm_options {
     serve_mode mode_for(std::string_view queue) const;
 };
 
+// The longest duration a [plugin.wlm] key may give: a year, in seconds.
+inline constexpr int64_t max_duration_seconds = 365LL * 24 * 3600;
+
 // Reads [plugin.wlm]; errors name the key ("plugin.wlm.placement: ...").
 result<wlm_options, std::string> parse_wlm_options(const plugins::options& opts);
+
+// What an attach is refused with when placing its queue failed in the
+// store: amqp:invalid-field when the store refuses the name as a key, the
+// store is unreachable (amqp:internal-error) when it cannot be reached or
+// failed, and so on; the description names the node and the queue.
+error placement_failure(const std::string& node, const std::string& queue, const store_error& e);
+
+// A duration in seconds as people write it: "2", "0.5", "31536000".
+std::string seconds_text(std::chrono::milliseconds d);
 
 class wlm_service final : public plugins::plugin, public plugins::address_resolver {
   public:
@@ -122,6 +134,11 @@ class wlm_service final : public plugins::plugin, public plugins::address_resolv
     void serve(request& r, const std::unordered_set<std::string>& unplaceable);
     void answer_parked(bool all);
     plugins::resolution answer_locked(const std::string& queue) const;
+    // The record's owner is another node that is not a live member.
+    bool owner_down_locked(const owner_record& rec) const;
+    // An attach to the queue waits for its move to end: it is moving and
+    // its owner is live (a move whose owner is down cannot end).
+    bool park_locked(const owner_record& rec) const;
     std::optional<plugins::resolution> node_local_answer(std::string_view address) const;
     std::vector<node_load> candidates_locked() const;
     void set_owner_locked(const std::string& queue, owner_record rec);
@@ -142,8 +159,9 @@ class wlm_service final : public plugins::plugin, public plugins::address_resolv
 
     // handover.cpp (worker thread)
     // Whether a tick must walk the queues: something it acts on changed
-    // since the last walk, or a hand-over, drain, reassignment or failed
-    // step is under way, or the safety-net period passed.
+    // since the last walk, or a hand-over, a drain with queues it can move,
+    // a reassignment or a failed step is under way, or the safety-net
+    // period passed.
     bool reconcile_due(clock::time_point now);
     void reconcile();
     void hand_over(const plugins::local_queue& q, const owner_record& rec);
@@ -186,6 +204,14 @@ class wlm_service final : public plugins::plugin, public plugins::address_resolv
     std::optional<std::pair<uint64_t, uint64_t>> reconciled_;
     bool again_ = false;
     clock::time_point next_full_reconcile_;
+    // Draining: the queues placement found no other node for (each logged
+    // once per drain, and again when placement_inputs_version_ moves), and
+    // whether the drain has work a walk can do (moves under
+    // way or queues that can go): unmovable queues alone do not make every
+    // tick walk.
+    std::set<std::string> drain_stuck_;
+    uint64_t drain_stuck_inputs_ = 0;
+    bool drain_pending_ = false;
 
     mutable std::mutex mu_;                   // the caches and the request queues
     std::condition_variable cv_;
@@ -198,6 +224,9 @@ class wlm_service final : public plugins::plugin, public plugins::address_resolv
     // record, a node joining or leaving (or moving), drains, routes,
     // placement or settings records. Not on load reports.
     uint64_t world_version_ = 0;
+    // Moves on when what placement decides with changes: nodes joining or
+    // leaving, drains, routes, the placement record (not owner records).
+    uint64_t placement_inputs_version_ = 0;
     std::map<std::string, node_record> nodes_;
     std::set<std::string> drains_;
     std::map<std::string, route_record> routes_;   // by pattern

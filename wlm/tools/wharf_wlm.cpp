@@ -104,7 +104,10 @@ int main(int argc, char** argv) {
     if (mv->parsed()) {
         auto r = request_move(s, queue, node);
         if (!r) return refused(r.error());
-        std::cout << "queue '" << queue << "' is moving from node " << r->node << " to node " << node << "\n";
+        if (!r->moving())
+            std::cout << "queue '" << queue << "': its move is cancelled; it stays on node " << r->node << "\n";
+        else
+            std::cout << "queue '" << queue << "' is moving from node " << r->node << " to node " << node << "\n";
         return wait > 0 ? wait_for_move(s, queue, node, wait) : 0;
     }
     const bool on = dr->parsed();

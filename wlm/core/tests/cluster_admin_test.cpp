@@ -62,6 +62,22 @@ TEST_F(cluster_admin_test, a_move_marks_the_owner_moving_and_keeps_its_epoch) {
     EXPECT_NE(other.error().find("already moving from n1 to n2"), std::string::npos) << other.error();
 }
 
+TEST_F(cluster_admin_test, a_move_back_to_the_owner_cancels_the_move_under_way) {
+    ASSERT_TRUE(request_move(*store_, "orders", "n2"));
+    auto back = request_move(*store_, "orders", "n1");
+    ASSERT_TRUE(back) << back.error();
+    EXPECT_FALSE(back->moving());
+    const auto o = owner("orders");
+    EXPECT_EQ(o.node, "n1");
+    EXPECT_FALSE(o.moving());
+    EXPECT_EQ(o.epoch, 4u); // as an abandoned move: the owner's copy is the one served from now on
+    EXPECT_NE(o.reason.find("move to n2 cancelled"), std::string::npos) << o.reason;
+    // Now it is an ordinary queue on n1 again.
+    auto same = request_move(*store_, "orders", "n1");
+    ASSERT_FALSE(same);
+    EXPECT_NE(same.error().find("already on node n1"), std::string::npos);
+}
+
 TEST_F(cluster_admin_test, moves_that_cannot_happen_are_refused_and_change_nothing) {
     auto no_owner = request_move(*store_, "nobody", "n2");
     ASSERT_FALSE(no_owner);

@@ -184,6 +184,29 @@ TEST(wlm_options, reassign_after_and_park_timeout_are_seconds) {
     EXPECT_NE(bad.error().find("plugin.wlm.reassign-after"), std::string::npos) << bad.error();
 }
 
+TEST(wlm_options, durations_over_a_year_or_not_finite_are_refused_naming_the_key) {
+    for (const char* key : {"lease-ttl", "poll-interval", "reassign-after", "park-timeout"}) {
+        for (const char* v : {"1e10", "31536000.5", "inf", "1e300", "nan"}) {
+            auto r = parse_wlm_options({{key, {v}}});
+            ASSERT_FALSE(r) << key << " = " << v;
+            EXPECT_NE(r.error().find(std::string("plugin.wlm.") + key), std::string::npos) << r.error();
+        }
+        auto year = parse_wlm_options({{key, {"31536000"}}}); // the most allowed
+        ASSERT_TRUE(year) << key << ": " << year.error();
+    }
+    auto r = parse_wlm_options({{"reassign-after", {"1e10"}}});
+    EXPECT_NE(r.error().find("more than a year"), std::string::npos) << r.error();
+    EXPECT_EQ(parse_wlm_options({{"reassign-after", {"31536000"}}})->reassign_after->count(), 31536000000);
+}
+
+TEST(wlm_options, seconds_are_written_as_people_write_them) {
+    using std::chrono::milliseconds;
+    EXPECT_EQ(seconds_text(milliseconds(2000)), "2");
+    EXPECT_EQ(seconds_text(milliseconds(2500)), "2.5");
+    EXPECT_EQ(seconds_text(milliseconds(50)), "0.05");
+    EXPECT_EQ(seconds_text(milliseconds(31536000000)), "31536000");
+}
+
 } // namespace
 TEST(wlm_records, settings_round_trip_with_a_dead_letter_name_holding_separators) {
     plugins::queue_settings s;

@@ -94,9 +94,15 @@ TEST_F(wlm_entities_test, move_starts_a_move_and_bad_requests_get_conditions) {
     auto unknown = owners.invoke("MOVE", "nothing", {{"node", std::string("n2")}});
     ASSERT_FALSE(unknown);
     EXPECT_EQ(unknown.error().code, errc::not_found);
-    auto elsewhere = owners.invoke("MOVE", "orders", {{"node", std::string("n1")}});
+    auto elsewhere = owners.invoke("MOVE", "orders", {{"node", std::string("n9")}});
     ASSERT_FALSE(elsewhere); // already moving to n2
     EXPECT_EQ(elsewhere.error().code, errc::not_allowed);
+    EXPECT_NE(elsewhere.error().description.find("already moving from n1 to n2"), std::string::npos);
+    // Back to the owner: the move is cancelled.
+    auto back = owners.invoke("MOVE", "orders", {{"node", std::string("n1")}});
+    ASSERT_TRUE(back) << back.error().description;
+    EXPECT_EQ(text(*back, "state"), "active");
+    EXPECT_EQ(text(*back, "node"), "n1");
     auto bad_op = owners.invoke("DELETE", "orders", {});
     ASSERT_FALSE(bad_op);
     EXPECT_EQ(bad_op.error().code, errc::not_implemented);
