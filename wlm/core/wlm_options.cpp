@@ -3,6 +3,8 @@
 
 #include "wlm/core/wlm_service.hpp"
 
+#include "broker/common/names.hpp"
+
 #include <charconv>
 #include <cmath>
 
@@ -89,6 +91,9 @@ result<wlm_options, std::string> parse_wlm_options(const plugins::options& opts)
             if (!v) return fail("plugin.wlm." + key + ": " + v.error());
             *w = *v;
         } else if (key == "groups") {
+            // They go into this node's record in the metadata store.
+            for (const auto& g : values)
+                if (auto why = check_group_name(g)) return fail("plugin.wlm.groups: " + *why);
             o.groups = values;
         } else if (key == "reassign-after") {
             auto s = seconds_of(key, values);

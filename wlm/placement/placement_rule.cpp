@@ -1,5 +1,6 @@
 #include "wlm/placement/placement_rule.hpp"
 
+#include "broker/common/names.hpp"
 #include "broker/common/text.hpp"
 
 namespace wharf::wlm {
@@ -102,6 +103,9 @@ result<placement_rule, std::string> parse_placement_rule(std::string_view text) 
     if (has_space(name))
         return rule_error(text, "the " + std::string(kind) + " name " + quoted(name) +
                                     " contains a space");
+    // The target goes into records of the metadata store, as a route's does.
+    if (auto why = rule.target == placement_rule::target_kind::node ? check_node_id(name) : check_group_name(name))
+        return rule_error(text, *why);
     rule.pattern = std::string(pattern);
     rule.target_name = std::string(name);
     return rule;

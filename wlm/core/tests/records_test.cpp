@@ -123,6 +123,14 @@ TEST(wlm_options, parse_and_errors_name_the_key) {
     auto bad_ttl = parse_wlm_options({{"lease-ttl", {"-1"}}});
     ASSERT_FALSE(bad_ttl);
     EXPECT_NE(bad_ttl.error().find("plugin.wlm.lease-ttl"), std::string::npos) << bad_ttl.error();
+    auto bad_group = parse_wlm_options({{"groups", {"eu;node=n2"}}});
+    ASSERT_FALSE(bad_group);
+    EXPECT_NE(bad_group.error().find("plugin.wlm.groups"), std::string::npos) << bad_group.error();
+    for (const char* target : {"node:n1;mode=x", "group:g,h", "node:a/b"}) {
+        auto bad_target = parse_wlm_options({{"rules", {std::string("orders.* -> ") + target}}});
+        ASSERT_FALSE(bad_target) << target;
+        EXPECT_NE(bad_target.error().find("plugin.wlm.rules"), std::string::npos) << bad_target.error();
+    }
     auto unknown = parse_wlm_options({{"lease-tll", {"1"}}});
     ASSERT_FALSE(unknown);
     EXPECT_NE(unknown.error().find("unknown key"), std::string::npos) << unknown.error();
