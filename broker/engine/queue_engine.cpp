@@ -1,5 +1,7 @@
 #include "broker/engine/queue_engine.hpp"
 
+#include "broker/common/names.hpp"
+
 #include <algorithm>
 #include <chrono>
 
@@ -237,6 +239,7 @@ result<queue*, error> queue_engine::resolve(const std::string& address, bool cre
         return fail(error{errc::invalid_field, "the address is " + std::to_string(address.size()) +
                                                    " bytes long; a queue's name is at most " +
                                                    std::to_string(max_queue_name) + " bytes"});
+    if (auto bad = check_queue_name(address)) return fail(error{errc::invalid_field, "the address: " + *bad});
     if (address.rfind(dynamic_prefix, 0) == 0)
         return fail(error{errc::not_found, "temporary queue '" + address + "' no longer exists"});
     if (is_reserved(address))

@@ -1,5 +1,7 @@
 #include "broker/management/broker_entities.hpp"
 
+#include "broker/common/names.hpp"
+
 namespace wharf::management {
 
 namespace {
@@ -81,6 +83,7 @@ result<plugins::entity, error> queue_entities::invoke(std::string_view op, std::
         if (queue.size() > engine::max_queue_name)
             return fail(error{errc::invalid_field, "a queue's name is at most " + std::to_string(engine::max_queue_name) +
                                                        " bytes; this one is " + std::to_string(queue.size())});
+        if (auto bad = check_queue_name(queue)) return fail(error{errc::invalid_field, *bad});
         if (!engine_.create(queue))
             return fail(error{errc::not_allowed, "queue '" + queue + "' exists already (see READ; UPDATE changes it)"});
     } else if (settings->empty()) {

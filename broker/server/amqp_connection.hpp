@@ -118,6 +118,7 @@ class amqp_connection final : public connection_base {
         // producer side
         bool blocked = false;
         bool oversize = false;
+        uint64_t presettled_refused = 0; // an anonymous link's: logged, not ended (refuse_presettled)
         std::string partial;          // a multi-frame delivery in progress
         struct awaited {
             pn_delivery_t* d;         // nullptr if pre-settled
@@ -273,6 +274,10 @@ class amqp_connection final : public connection_base {
     void refuse_link(link_ctx& lc, const error& err, const plugins::resolution* redirect);
 
     void detach_link(link_ctx& lc, bool answered = false);
+    // Ends a producer's link from this side with a condition.
+    void end_producer(link_ctx& lc, errc code, const std::string& description);
+    // A pre-settled message the node could not take (see link_events.cpp).
+    void refuse_presettled(link_ctx& lc, const error& err);
     void flush_link(link_ctx& lc);
     // Management's view of a link changed (attached, closed, relayed):
     // end_batch() updates that one entry.

@@ -52,19 +52,20 @@ void amqp_connection::on_batch(link_ctx& lc, pn_delivery_t* d) {
         // producer stalls.
         if (presettled) pn_delivery_settle(d);
         else reject_now(d, errc::decode_error, "relay batch is malformed");
-        detach_link(lc);
-        set_condition(pn_link_condition(l), errc::decode_error,
-                      "relay batch is malformed: the link's message count is lost");
-        pn_link_close(l);
+        end_producer(lc, errc::decode_error, "relay batch is malformed: the link's message count is lost");
         return;
     }
     if (too_big) {
         ++lc.batch_in; // a relay sends a message this large in a batch of its own
-        if (presettled) pn_delivery_settle(d);
-        else
-            reject_now(d, errc::message_size_exceeded,
-                       "message is larger than this link's max-message-size of " + std::to_string(max) + " bytes");
-        top_up_credit(lc);
+        const error big{errc::message_size_exceeded,
+                        "message is larger than this link's max-message-size of " + std::to_string(max) + " bytes"};
+        if (!presettled) {
+            reject_now(d, big.code, big.description);
+        } else {
+            pn_delivery_settle(d);
+            refuse_presettled(lc, big); // ends the link
+        }
+        if (!lc.closed) top_up_credit(lc);
         return;
     }
     lc.batch_in += records.size();
@@ -78,8 +79,13 @@ void amqp_connection::on_batch(link_ctx& lc, pn_delivery_t* d) {
         auto err = admit(too_big ? engine::message_ref{} : engine::message_ref::copy_of(r.bytes), too_big,
                          r.settled, m);
         if (err) {
-            if (!presettled) outcome_in_batch(lc, d, i, &*err);
-            continue;
+            if (!presettled) {
+                outcome_in_batch(lc, d, i, &*err);
+                continue;
+            }
+            pn_delivery_settle(d);
+            refuse_presettled(lc, *err); // ends the link: the rest of the batch goes with it
+            return;
         }
         mark_dirty(lc);
         lc.to_publish.push_back(std::move(m));

@@ -258,6 +258,31 @@ void amqp_connection::detach_link(link_ctx& lc, bool answered) {
     lc.producer_share.release();
 }
 
+void amqp_connection::end_producer(link_ctx& lc, errc code, const std::string& description) {
+    if (lc.closed || lc.link == nullptr) return;
+    pn_link_t* l = lc.link;
+    detach_link(lc);
+    set_condition(pn_link_condition(l), code, description);
+    pn_link_close(l);
+}
+
+// A pre-settled message the node could not take (too large, malformed, no
+// such queue, a full queue that rejects): its sender gets no outcome, so it
+// must not go unseen. A link to one queue ends with the condition (AMQP has
+// message-size-exceeded end the link; the client learns, and may attach
+// again). An anonymous link goes on, as its other addresses may be fine:
+// the node logs its first refusal, then each time the count doubles.
+void amqp_connection::refuse_presettled(link_ctx& lc, const error& err) {
+    if (!lc.anonymous) {
+        end_producer(lc, err.code, "a pre-settled message was refused: " + err.description);
+        return;
+    }
+    const uint64_t n = ++lc.presettled_refused;
+    if ((n & (n - 1)) == 0)
+        spdlog::warn("anonymous link {}: refused a pre-settled message ({} so far on the link): {}: {}",
+                     lc.link != nullptr ? pn_link_name(lc.link) : "", n, to_condition(err.code), err.description);
+}
+
 void amqp_connection::on_link_close(pn_link_t* l, bool closed) {
     link_ctx* lc = ctx_of(l);
     if (lc != nullptr && !lc->closed && lc->relayed) relay_detach(*lc, closed);
@@ -350,9 +375,14 @@ void amqp_connection::on_incoming(link_ctx& lc, pn_delivery_t* d) {
     engine::incoming_message m;
     std::optional<std::string> to;
     if (auto err = admit(std::move(body), too_big, presettled, m, &to)) {
-        if (presettled) pn_delivery_settle(d);
-        else reject_now(d, err->code, err->description);
-        top_up_credit(lc);
+        if (!presettled) {
+            reject_now(d, err->code, err->description);
+            top_up_credit(lc);
+            return;
+        }
+        pn_delivery_settle(d);
+        refuse_presettled(lc, *err);
+        if (!lc.closed) top_up_credit(lc);
         return;
     }
     if (lc.anonymous && to) {
@@ -441,6 +471,7 @@ void amqp_connection::dispatch_anonymous(link_ctx& lc, pn_delivery_t* d, engine:
     switch (r.kind) {
     case anon_route::refuse:
         if (d != nullptr) reject_now(d, r.err.code, r.err.description);
+        else refuse_presettled(lc, r.err);
         return;
     case anon_route::relay:
         relay_anonymous(lc, d, r.to, std::string(m.body.bytes()), d == nullptr);
@@ -477,7 +508,10 @@ void amqp_connection::handle(engine::ev_published& ev) {
         lc->awaiting.pop_front();
         const bool failed = next_failure < ev.failures.size() && ev.failures[next_failure].index == i;
         const error* err = failed ? &ev.failures[next_failure++].err : nullptr;
-        if (d == nullptr) continue;
+        if (d == nullptr) {
+            if (err != nullptr) refuse_presettled(*lc, *err); // may end the link (and clear awaiting)
+            continue;
+        }
         if (lc->batch != 0) {
             outcome_in_batch(*lc, d, index, err);
         } else if (err != nullptr) {

@@ -40,7 +40,7 @@ class MatrixCluster(Cluster):
     def _start(self, node_id, data_dir=None):
         for attempt in range(5):
             main, small, big = free_port(), free_port(), free_port()
-            text = ('listen = ["127.0.0.1:%d"]\nlog-level = "warn"\n' % main) + self._config()
+            text = ('listen = ["127.0.0.1:%d"]\nlog-level = "warn"\n' % main) + self._config(node_id)
             text += '\n[[listener]]\naddress = "127.0.0.1:%d"\nmax-frame-size = 4096\n' % small
             text += '\n[[listener]]\naddress = "127.0.0.1:%d"\nmax-frame-size = 1048576\n' % big
             try:

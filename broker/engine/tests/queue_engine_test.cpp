@@ -76,6 +76,26 @@ TEST(queue_engine, an_address_longer_than_a_queue_name_is_refused) {
     EXPECT_EQ(f.stats(longest).depth, 1u);
 }
 
+// An anonymous `to` (or an attach's address) with a NUL or bytes that are
+// not UTF-8 made a queue no client could attach to: Proton's termini are C
+// strings ("a\0b" attached to "a"), and no tool could name it. Refused.
+TEST(queue_engine, an_address_that_no_client_could_name_is_refused) {
+    engine_fixture f;
+    auto anon = f.producer("");
+    cmd_publish pub{anon, {}};
+    pub.messages.push_back(engine_fixture::msg("1", std::string("a\0b", 3)));
+    pub.messages.push_back(engine_fixture::msg("2", "\xff\xfe"));
+    f.engine->post(std::move(pub));
+    auto r = f.out->take<ev_published>();
+    ASSERT_EQ(r.size(), 1u);
+    ASSERT_EQ(r[0].failures.size(), 2u);
+    EXPECT_EQ(r[0].failures[0].err.code, errc::invalid_field);
+    EXPECT_NE(r[0].failures[0].err.description.find("control character"), std::string::npos);
+    EXPECT_NE(r[0].failures[1].err.description.find("not UTF-8"), std::string::npos);
+    EXPECT_FALSE(f.has_queue(std::string("a\0b", 3)));
+    EXPECT_FALSE(f.has_queue("\xff\xfe"));
+}
+
 TEST(queue_engine, drain_answers_when_nothing_left) {
     engine_fixture f;
     auto p = f.producer("q");

@@ -111,6 +111,43 @@ TEST_F(limits, full_queue_with_reject_policy_rejects_with_resource_limit_exceede
     EXPECT_EQ(out.kind, outcome_kind::accepted) << out.condition;
 }
 
+// A pre-settled message gets no outcome, so one the node cannot take (too
+// large, a full queue that rejects) ends its link with the condition: the
+// sender learns. Before, it was dropped without a word. What came before
+// it is kept, and the connection stays up.
+TEST_F(limits, a_presettled_message_the_node_refuses_ends_its_link) {
+    start_broker({.args = {"--max-message-size", "1024"},
+                  .config_toml = "[[queue]]\nname = \"small-amo\"\nmax-depth-messages = 1\n"
+                                 "overflow-policy = \"reject\"\n"});
+    auto c = connect();
+    proton::sender_options amo;
+    amo.delivery_mode(proton::delivery_mode::AT_MOST_ONCE);
+    test_sender big = c->open_sender("size-amo", amo);
+    ASSERT_TRUE(big.wait_open()) << big.wait_error();
+    big.send(sized_message(100));
+    big.send(sized_message(2000));
+    auto why = big.wait_error();
+    ASSERT_TRUE(why.has_value()) << "the link stayed open";
+    EXPECT_EQ(why->name, "amqp:link:message-size-exceeded") << why;
+    EXPECT_NE(why->description.find("a pre-settled message was refused"), std::string::npos) << why;
+
+    test_sender full = c->open_sender("small-amo", amo);
+    ASSERT_TRUE(full.wait_open()) << full.wait_error();
+    full.send(text_message("m0"));
+    full.send(text_message("m1"));
+    why = full.wait_error();
+    ASSERT_TRUE(why.has_value()) << "the link stayed open";
+    EXPECT_EQ(why->name, "amqp:resource-limit-exceeded") << why;
+
+    EXPECT_FALSE(c->is_closed());
+    test_receiver r = c->open_receiver("size-amo", receiver_credit(10));
+    auto got = r.wait_messages(1);
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(proton::get<proton::binary>(got[0].msg.body()).size(), 100u);
+    test_receiver r2 = c->open_receiver("small-amo", receiver_credit(10));
+    EXPECT_EQ(bodies(r2.wait_messages(1)), expected_texts(0, 1));
+}
+
 TEST_F(limits, byte_depth_with_reject_policy) {
     start_broker({.config_toml = "[[queue]]\nname = \"small-bytes\"\nmax-depth-bytes = 1000\n"
                                  "overflow-policy = \"reject\"\n"});
