@@ -40,6 +40,14 @@ bool read_file(const std::string& path, std::string& out, std::string& err) {
     return true;
 }
 
+// The error that stops startup on a damaged segment: which file, where,
+// what, and that nothing was changed.
+std::string damaged(const std::string& dir, const std::string& path, const std::string& what) {
+    return "data-dir '" + dir + "': " + path + ": " + what + ". Refusing to start; nothing in the directory was changed. To start without this "
+           "segment's messages, move " + path + " out of the directory (see docs/storage-engine.md, "
+           "\"Recovery\")";
+}
+
 struct recovered_entry {
     uint32_t segment;
     uint32_t bytes;
@@ -94,6 +102,16 @@ result<std::unique_ptr<journal_store>, std::string> journal_store::open(const jo
             if (st == read_status::end) break;
             if (st != read_status::ok) {
                 const size_t skipped = data.size() - at;
+                // A sealed segment was synced whole before the next one was
+                // started: damage there is not a crash's torn write. Skipping
+                // it would lose every record after it, and its live messages
+                // would then look gone (and their segment be deleted).
+                if (!last)
+                    return fail(damaged(opts.dir, path,
+                                        std::string(st == read_status::torn ? "torn" : "corrupt") +
+                                            " record at offset " + std::to_string(at) +
+                                            " of a segment that is not the last (" + std::to_string(skipped) +
+                                            " bytes from there to its end)"));
                 report.warnings.push_back(
                     path + ": " + (st == read_status::torn ? "torn" : "corrupt") +
                     " record at offset " + std::to_string(at) + "; skipped " + std::to_string(skipped) +
