@@ -91,6 +91,14 @@ enum class read_status {
 // Reads the record at `pos` and advances `pos` past it on ok.
 read_status read_record(std::string_view data, size_t& pos, record& out);
 
+// For recovery, to tell a write cut short from damage: the first offset at
+// or after `from` where a whole valid record starts (length within `data`,
+// checksum and contents good), or data.size() when there is none.
+size_t find_valid_record(std::string_view data, size_t from);
+// How many valid records there are at or after `from`: each run of records
+// found by find_valid_record, read to where it stops.
+size_t count_valid_records(std::string_view data, size_t from);
+
 std::string segment_name(uint32_t number);
 // The number in a segment file name, or 0 when `name` is not one.
 uint32_t segment_number(std::string_view name);

@@ -48,6 +48,59 @@ std::string damaged(const std::string& dir, const std::string& path, const std::
            "\"Recovery\")";
 }
 
+void sync_dir_of(const std::string& path) {
+    const std::string dir = path.substr(0, path.rfind('/'));
+    int d = ::open(dir.empty() ? "/" : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (d >= 0) {
+        ::fsync(d);
+        ::close(d);
+    }
+}
+
+// Copies a torn tail aside before it is cut, as `<segment>.torn-<offset>`
+// (then `.1`, `.2`, ... if that name is taken), synced. Returns the name.
+result<std::string, std::string> save_torn_tail(const std::string& path, std::string_view bytes, size_t at) {
+    std::string name;
+    int fd = -1;
+    for (int i = 0; i < 100 && fd < 0; ++i) {
+        name = path + ".torn-" + std::to_string(at) + (i == 0 ? "" : "." + std::to_string(i));
+        fd = ::open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd < 0 && errno != EEXIST) break;
+    }
+    if (fd < 0) return fail("cannot save the torn tail of " + path + " as " + name + ": " + std::strerror(errno));
+    size_t done = 0;
+    while (done < bytes.size()) {
+        const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            if (n == 0) errno = ENOSPC;
+            const std::string e = std::strerror(errno);
+            ::close(fd);
+            ::unlink(name.c_str());
+            return fail("cannot save the torn tail of " + path + " as " + name + ": " + e);
+        }
+        done += static_cast<size_t>(n);
+    }
+    const bool synced = ::fsync(fd) == 0;
+    const std::string e = std::strerror(errno);
+    ::close(fd);
+    if (!synced) return fail("cannot sync " + name + ": " + e);
+    sync_dir_of(name);
+    return name;
+}
+
+// Cuts `path` to `at` bytes, synced. Returns an error, or "" when done.
+std::string cut_segment(const std::string& path, size_t at) {
+    int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0 || ::ftruncate(fd, static_cast<off_t>(at)) != 0 || ::fsync(fd) != 0) {
+        const std::string e = std::strerror(errno);
+        if (fd >= 0) ::close(fd);
+        return "cannot cut the torn tail of " + path + " at offset " + std::to_string(at) + ": " + e;
+    }
+    ::close(fd);
+    return {};
+}
+
 struct recovered_entry {
     uint32_t segment;
     uint32_t bytes;
@@ -112,13 +165,31 @@ result<std::unique_ptr<journal_store>, std::string> journal_store::open(const jo
                                             " record at offset " + std::to_string(at) +
                                             " of a segment that is not the last (" + std::to_string(skipped) +
                                             " bytes from there to its end)"));
-                report.warnings.push_back(
-                    path + ": " + (st == read_status::torn ? "torn" : "corrupt") +
-                    " record at offset " + std::to_string(at) + "; skipped " + std::to_string(skipped) +
-                    " bytes to the end of the segment" + (last ? " (cut off)" : ""));
-                if (last && ::truncate(path.c_str(), static_cast<off_t>(at)) != 0)
-                    return fail("data-dir '" + opts.dir + "': cannot cut the torn tail of " + path +
-                                ": " + std::strerror(errno));
+                const std::string what = std::string(st == read_status::torn ? "torn" : "corrupt") +
+                                         " record at offset " + std::to_string(at);
+                // In the last segment it is the last write, cut short by a
+                // crash, only if no valid record follows it anywhere: a
+                // bad length or checksum in the middle would otherwise cut
+                // off every record after it.
+                if (const size_t next = find_valid_record(data, at + 1); next < data.size())
+                    return fail(damaged(opts.dir, path,
+                                        what + " of the last segment, followed by " +
+                                            std::to_string(count_valid_records(data, next)) +
+                                            " valid records (the first at offset " + std::to_string(next) +
+                                            "): damage, not a write cut short"));
+                const bool zeros = std::all_of(data.begin() + static_cast<std::ptrdiff_t>(at), data.end(),
+                                               [](char c) { return c == 0; });
+                std::string saved;
+                if (!zeros) {
+                    auto kept = save_torn_tail(path, std::string_view(data).substr(at), at);
+                    if (!kept) return fail("data-dir '" + opts.dir + "': " + kept.error());
+                    saved = "; the cut bytes are in " + kept.value();
+                }
+                if (auto cut = cut_segment(path, at); !cut.empty())
+                    return fail("data-dir '" + opts.dir + "': " + cut);
+                report.warnings.push_back(path + ": " + what + "; cut " + std::to_string(skipped) +
+                                          " bytes to the end of the segment (the last write, cut short: no "
+                                          "valid record after it)" + saved);
                 data.resize(at);
                 break;
             }

@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -87,6 +88,103 @@ TEST(store_recovery_damage, a_bit_flip_in_a_sealed_segment_refuses_to_start_and_
         EXPECT_NE(s.error().find("offset " + std::to_string(offsets[0])), std::string::npos) << s.error();
         EXPECT_EQ(read_all(first), before) << "the damaged segment was changed";
     }
+}
+
+TEST(store_recovery_damage, a_bad_length_in_the_last_segment_refuses_to_start_instead_of_cutting_whole_records) {
+    temp_dir dir;
+    const auto o = filled(dir.path, 100);
+    const std::string last = seg_path(dir.path, 1);
+    const auto offsets = record_offsets(last);
+    ASSERT_EQ(offsets.size(), 100u);
+    std::string data = read_all(last);
+    const uint32_t huge = 0x7fffffff; // past the end of the file
+    std::memcpy(data.data() + offsets[10], &huge, 4);
+    write_all(last, data);
+
+    recovery_report r;
+    auto s = journal_store::open(o, r);
+    ASSERT_FALSE(s.has_value()) << "cut " << 100 - r.messages << " whole messages";
+    EXPECT_NE(s.error().find(last), std::string::npos) << s.error();
+    EXPECT_NE(s.error().find("offset " + std::to_string(offsets[10])), std::string::npos) << s.error();
+    EXPECT_NE(s.error().find("followed by 89 valid records"), std::string::npos) << s.error();
+    EXPECT_EQ(read_all(last), data) << "the segment was changed";
+}
+
+TEST(store_recovery_damage, a_bad_checksum_on_a_remove_record_refuses_to_start_instead_of_resurrecting) {
+    temp_dir dir;
+    auto o = filled(dir.path, 100);
+    {
+        recovery_report r;
+        auto s = open_ok(o, r);
+        ASSERT_EQ(r.messages, 100u);
+        sync_watch w;
+        w.install(*s);
+        uint64_t e = 0;
+        for (uint64_t i = 1; i <= 50; ++i) {
+            s->on_remove("q", i);
+            e = s->commit();
+        }
+        ASSERT_TRUE(w.wait(e));
+    }
+    // The removes went to a new segment, the last one; its first record is
+    // the remove of seq 1.
+    const auto segs = [&] {
+        std::vector<uint32_t> out;
+        for (uint32_t n = 1; n < 10; ++n)
+            if (::access(seg_path(dir.path, n).c_str(), F_OK) == 0) out.push_back(n);
+        return out;
+    }();
+    ASSERT_GE(segs.size(), 2u);
+    const std::string last = seg_path(dir.path, segs.back());
+    const auto recs = records_in(last);
+    ASSERT_EQ(recs.size(), 50u);
+    ASSERT_EQ(recs[0].first, record_type::remove);
+    flip_byte(last, segment_magic.size() + 4); // its checksum
+    const std::string before = read_all(last);
+
+    recovery_report r;
+    auto s = journal_store::open(o, r);
+    ASSERT_FALSE(s.has_value()) << "started with " << r.messages << " messages (50 acknowledged removes undone)";
+    EXPECT_NE(s.error().find(last), std::string::npos) << s.error();
+    EXPECT_NE(s.error().find("offset 8"), std::string::npos) << s.error();
+    EXPECT_NE(s.error().find("followed by 49 valid records"), std::string::npos) << s.error();
+    EXPECT_EQ(read_all(last), before);
+}
+
+TEST(store_recovery_damage, a_torn_tail_is_cut_and_its_bytes_kept_aside) {
+    temp_dir dir;
+    const auto o = filled(dir.path, 10);
+    const std::string last = seg_path(dir.path, 1);
+    const auto offsets = record_offsets(last);
+    ASSERT_EQ(offsets.size(), 10u);
+    std::string data = read_all(last);
+    data.resize(data.size() - 7); // the last record, cut short
+    write_all(last, data);
+
+    recovery_report r;
+    auto s = open_ok(o, r);
+    ASSERT_NE(s, nullptr);
+    EXPECT_EQ(r.messages, 9u);
+    ASSERT_EQ(r.warnings.size(), 1u);
+    const std::string saved = last + ".torn-" + std::to_string(offsets[9]);
+    EXPECT_NE(r.warnings[0].find(saved), std::string::npos) << r.warnings[0];
+    EXPECT_EQ(read_all(saved), data.substr(offsets[9]));
+    EXPECT_EQ(file_size(last), offsets[9]);
+}
+
+TEST(store_recovery_damage, a_zero_filled_tail_is_cut_without_a_copy) {
+    temp_dir dir;
+    const auto o = filled(dir.path, 10);
+    const std::string last = seg_path(dir.path, 1);
+    const uint64_t size = file_size(last);
+    write_all(last, read_all(last) + std::string(4096, '\0'));
+
+    recovery_report r;
+    auto s = open_ok(o, r);
+    ASSERT_NE(s, nullptr);
+    EXPECT_EQ(r.messages, 10u);
+    EXPECT_EQ(file_size(last), size);
+    EXPECT_NE(::access((last + ".torn-" + std::to_string(size)).c_str(), F_OK), 0) << "zeros were copied aside";
 }
 
 } // namespace
