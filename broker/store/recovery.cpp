@@ -120,11 +120,21 @@ result<std::unique_ptr<journal_store>, std::string> journal_store::open(const jo
         ~lock_guard_fd() { if (fd >= 0) ::close(fd); }
     } lock{claimed.value()};
 
+    // A listing cut short would look like a directory with fewer (or no)
+    // segments: the node would start without their messages.
     std::vector<uint32_t> numbers;
-    if (DIR* d = ::opendir(opts.dir.c_str())) {
-        while (dirent* ent = ::readdir(d))
-            if (uint32_t n = segment_number(ent->d_name)) numbers.push_back(n);
-        ::closedir(d);
+    DIR* d = ::opendir(opts.dir.c_str());
+    if (!d) return fail("data-dir '" + opts.dir + "': cannot list it: " + std::strerror(errno));
+    for (;;) {
+        errno = 0;
+        dirent* ent = ::readdir(d);
+        if (!ent) {
+            const int e = errno;
+            ::closedir(d);
+            if (e != 0) return fail("data-dir '" + opts.dir + "': cannot list it: " + std::strerror(e));
+            break;
+        }
+        if (uint32_t n = segment_number(ent->d_name)) numbers.push_back(n);
     }
     std::sort(numbers.begin(), numbers.end());
 

@@ -5,6 +5,7 @@
 
 #include "broker/store/journal_format.hpp"
 #include "broker/store/journal_store.hpp"
+#include "broker/store/journal_writer.hpp"
 #include "broker/store/tests/store_test_support.hpp"
 
 #include <gtest/gtest.h>
@@ -185,6 +186,36 @@ TEST(store_recovery_damage, a_zero_filled_tail_is_cut_without_a_copy) {
     EXPECT_EQ(r.messages, 10u);
     EXPECT_EQ(file_size(last), size);
     EXPECT_NE(::access((last + ".torn-" + std::to_string(size)).c_str(), F_OK), 0) << "zeros were copied aside";
+}
+
+// If recovery ever misses a segment (a directory listing cut short), the
+// writer must not append to it as if it were new.
+TEST(store_recovery_damage, the_writer_refuses_to_write_into_a_segment_it_did_not_create) {
+    temp_dir dir;
+    const std::string existing = seg_path(dir.path, 1);
+    const std::string old = std::string(segment_magic) + "records of another life";
+    write_all(existing, old);
+    sync_watch w;
+    {
+        journal_writer writer(dir.path, 1, 0);
+        writer.set_synced_callback([&w](uint64_t e, bool ok, const std::string& reason) {
+            std::lock_guard l(w.mu);
+            w.synced = e;
+            w.last_ok = ok;
+            w.reason = reason;
+            w.cv.notify_all();
+        });
+        std::string bytes;
+        append_enqueue(bytes, "q", 1, 0, flag_durable, 0, "new");
+        journal_writer::job j{1, {}, {}, {}};
+        j.chunks.push_back({1, std::move(bytes)});
+        writer.submit(std::move(j));
+        ASSERT_TRUE(w.wait(1));
+    }
+    EXPECT_FALSE(w.last_ok) << "wrote into " << existing;
+    EXPECT_NE(w.reason.find(existing), std::string::npos) << w.reason;
+    EXPECT_NE(w.reason.find("exists already"), std::string::npos) << w.reason;
+    EXPECT_EQ(read_all(existing), old);
 }
 
 } // namespace
