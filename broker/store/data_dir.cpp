@@ -1,5 +1,6 @@
 #include "broker/store/data_dir.hpp"
 
+#include "broker/store/file_io.hpp"
 #include "broker/store/journal_format.hpp"
 
 #include <cerrno>
@@ -40,8 +41,20 @@ result<int, std::string> claim_data_dir(const std::string& dir, const std::strin
         return fail("data-dir '" + dir + "' is in use by another wharfd process");
     }
     const std::string meta = dir + "/wharf.meta";
-    std::ifstream in(meta);
-    if (in) {
+    struct stat st {};
+    const bool have_meta = ::lstat(meta.c_str(), &st) == 0;
+    if (!have_meta && errno != ENOENT) {
+        const std::string e = std::strerror(errno);
+        ::close(fd);
+        return fail("data-dir '" + dir + "': cannot stat " + meta + ": " + e);
+    }
+    if (have_meta) {
+        std::string text;
+        if (auto e = read_regular_file(meta, text); !e.empty()) {
+            ::close(fd);
+            return fail("data-dir '" + dir + "': " + e + "; refusing to start");
+        }
+        std::istringstream in(text);
         uint32_t format = 0;
         std::string owner, line;
         while (std::getline(in, line)) {

@@ -2,6 +2,7 @@
 // live messages, cut a torn tail, and start the writer on a fresh segment.
 
 #include "broker/store/data_dir.hpp"
+#include "broker/store/file_io.hpp"
 #include "broker/store/journal_format.hpp"
 #include "broker/store/journal_store.hpp"
 
@@ -18,27 +19,6 @@
 namespace wharf::store {
 
 namespace {
-
-bool read_file(const std::string& path, std::string& out, std::string& err) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        err = "cannot open " + path + ": " + std::strerror(errno);
-        return false;
-    }
-    struct stat st {};
-    ::fstat(fd, &st);
-    out.resize(static_cast<size_t>(st.st_size));
-    size_t done = 0;
-    while (done < out.size()) {
-        ssize_t n = ::read(fd, out.data() + done, out.size() - done);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;
-        done += static_cast<size_t>(n);
-    }
-    out.resize(done);
-    ::close(fd);
-    return true;
-}
 
 // The error that stops startup on a damaged segment: which file, where,
 // what, and that nothing was changed.
@@ -140,12 +120,13 @@ result<std::unique_ptr<journal_store>, std::string> journal_store::open(const jo
 
     std::unordered_map<std::string, std::unordered_map<uint64_t, recovered_entry>> live;
     std::map<uint32_t, uint64_t> sizes;
-    std::string data, err;
+    std::string data;
     for (size_t i = 0; i < numbers.size(); ++i) {
         const uint32_t seg = numbers[i];
         const bool last = i + 1 == numbers.size();
         const std::string path = opts.dir + "/" + segment_name(seg);
-        if (!read_file(path, data, err)) return fail("data-dir '" + opts.dir + "': " + err);
+        if (auto e = read_regular_file(path, data); !e.empty())
+            return fail("data-dir '" + opts.dir + "': " + e + "; refusing to start");
         report.bytes += data.size();
         if (data.size() < segment_magic.size() || data.compare(0, segment_magic.size(), segment_magic) != 0) {
             if (data.empty() || (last && segment_magic.substr(0, data.size()) == data)) {

@@ -218,5 +218,33 @@ TEST(store_recovery_damage, the_writer_refuses_to_write_into_a_segment_it_did_no
     EXPECT_EQ(read_all(existing), old);
 }
 
+// A FIFO would block the start for ever; a directory in place of the last
+// segment used to be "removed" (unlink failing unseen) and then refused
+// every durable message.
+TEST(store_recovery_damage, a_segment_or_meta_that_is_not_a_regular_file_refuses_to_start) {
+    struct special {
+        const char* what;
+        std::string name;
+        bool fifo;
+    };
+    for (const special& sp : {special{"a FIFO", segment_name(2), true},
+                              special{"a directory", segment_name(2), false},
+                              special{"a FIFO", "wharf.meta", true}}) {
+        SCOPED_TRACE(sp.name + " as " + sp.what);
+        temp_dir dir;
+        const auto o = filled(dir.path, 10);
+        const std::string path = dir.path + "/" + sp.name;
+        ::unlink(path.c_str());
+        ASSERT_EQ(sp.fifo ? ::mkfifo(path.c_str(), 0644) : ::mkdir(path.c_str(), 0755), 0);
+        recovery_report r;
+        auto s = journal_store::open(o, r);
+        ASSERT_FALSE(s.has_value());
+        EXPECT_NE(s.error().find(path + " is " + sp.what + ", not a regular file"), std::string::npos) << s.error();
+        struct stat st {};
+        ASSERT_EQ(::lstat(path.c_str(), &st), 0) << "removed";
+        EXPECT_EQ(file_size(seg_path(dir.path, 1)), 8u + 10 * (enqueue_record_overhead + 1 + 100));
+    }
+}
+
 } // namespace
 } // namespace wharf::store

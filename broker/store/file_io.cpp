@@ -1,0 +1,53 @@
+#include "broker/store/file_io.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace wharf::store {
+
+namespace {
+const char* kind_of(mode_t m) {
+    if (S_ISDIR(m)) return "a directory";
+    if (S_ISFIFO(m)) return "a FIFO";
+    if (S_ISLNK(m)) return "a symbolic link";
+    if (S_ISSOCK(m)) return "a socket";
+    if (S_ISCHR(m)) return "a character device";
+    if (S_ISBLK(m)) return "a block device";
+    return "not a regular file";
+}
+std::string not_regular(const std::string& path, mode_t m) {
+    return path + " is " + kind_of(m) + ", not a regular file";
+}
+} // namespace
+
+std::string read_regular_file(const std::string& path, std::string& out) {
+    out.clear();
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0) return "cannot stat " + path + ": " + std::strerror(errno);
+    if (!S_ISREG(st.st_mode)) return not_regular(path, st.st_mode);
+    // O_NONBLOCK and O_NOFOLLOW: if the name was swapped for a FIFO or a
+    // link after lstat, open neither blocks nor follows it.
+    const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return "cannot open " + path + ": " + std::strerror(errno);
+    ::fstat(fd, &st);
+    if (!S_ISREG(st.st_mode)) {
+        ::close(fd);
+        return not_regular(path, st.st_mode);
+    }
+    out.resize(static_cast<size_t>(st.st_size));
+    size_t done = 0;
+    while (done < out.size()) {
+        ssize_t n = ::read(fd, out.data() + done, out.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        done += static_cast<size_t>(n);
+    }
+    out.resize(done);
+    ::close(fd);
+    return {};
+}
+
+} // namespace wharf::store
