@@ -32,22 +32,34 @@ std::string read_regular_file(const std::string& path, std::string& out) {
     // link after lstat, open neither blocks nor follows it.
     const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) return "cannot open " + path + ": " + std::strerror(errno);
-    ::fstat(fd, &st);
+    if (::fstat(fd, &st) != 0) {
+        const std::string e = std::strerror(errno);
+        ::close(fd);
+        return "cannot stat " + path + ": " + e;
+    }
     if (!S_ISREG(st.st_mode)) {
         ::close(fd);
         return not_regular(path, st.st_mode);
     }
     out.resize(static_cast<size_t>(st.st_size));
     size_t done = 0;
-    while (done < out.size()) {
-        ssize_t n = ::read(fd, out.data() + done, out.size() - done);
+    // A read error or a file that ends early is never taken for the end of
+    // the data: recovery would cut or remove what it did not read.
+    std::string err;
+    while (done < out.size() && err.empty()) {
+        const ssize_t n = ::read(fd, out.data() + done, out.size() - done);
         if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;
-        done += static_cast<size_t>(n);
+        if (n < 0)
+            err = "cannot read " + path + " at offset " + std::to_string(done) + ": " + std::strerror(errno);
+        else if (n == 0)
+            err = "cannot read " + path + " at offset " + std::to_string(done) + ": the file ended there, but it "
+                  "has " + std::to_string(out.size()) + " bytes (changed while being read?)";
+        else
+            done += static_cast<size_t>(n);
     }
-    out.resize(done);
     ::close(fd);
-    return {};
+    if (!err.empty()) out.clear();
+    return err;
 }
 
 } // namespace wharf::store

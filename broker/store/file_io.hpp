@@ -9,7 +9,8 @@ namespace wharf::store {
 
 // Reads the whole of `path` into `out`. Returns "" when done, else what
 // went wrong, naming the file: it is not a regular file (a FIFO, a
-// directory, a symbolic link, ...) or it cannot be opened.
+// directory, a symbolic link, ...), it cannot be opened or stat'ed, a read
+// fails, or it ends before its size (each naming the offset).
 std::string read_regular_file(const std::string& path, std::string& out);
 
 } // namespace wharf::store

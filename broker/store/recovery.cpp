@@ -131,8 +131,12 @@ result<std::unique_ptr<journal_store>, std::string> journal_store::open(const jo
         if (data.size() < segment_magic.size() || data.compare(0, segment_magic.size(), segment_magic) != 0) {
             if (data.empty() || (last && segment_magic.substr(0, data.size()) == data)) {
                 // A segment created just before a crash, header not all written.
+                // (A regular file: read_regular_file refuses anything else.)
+                if (::unlink(path.c_str()) != 0)
+                    return fail("data-dir '" + opts.dir + "': cannot remove the empty segment " + path + ": " +
+                                std::strerror(errno));
+                sync_dir_of(path);
                 report.warnings.push_back(path + ": empty segment removed");
-                ::unlink(path.c_str());
                 continue;
             }
             return fail("data-dir '" + opts.dir + "': " + path +

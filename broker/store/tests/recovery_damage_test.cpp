@@ -3,6 +3,7 @@
 // error naming the file and offset, and nothing that holds whole records is
 // deleted or cut.
 
+#include "broker/store/file_io.hpp"
 #include "broker/store/journal_format.hpp"
 #include "broker/store/journal_store.hpp"
 #include "broker/store/journal_writer.hpp"
@@ -244,6 +245,21 @@ TEST(store_recovery_damage, a_segment_or_meta_that_is_not_a_regular_file_refuses
         ASSERT_EQ(::lstat(path.c_str(), &st), 0) << "removed";
         EXPECT_EQ(file_size(seg_path(dir.path, 1)), 8u + 10 * (enqueue_record_overhead + 1 + 100));
     }
+}
+
+// A file that reads short used to be taken whole, and recovery then cut or
+// removed what it had not read. A sysfs attribute is such a file: a
+// regular file of 4096 bytes that reads a few.
+TEST(store_recovery_damage, a_file_that_reads_short_is_an_error_naming_the_offset) {
+    const std::string path = "/sys/devices/system/cpu/online";
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size != 4096)
+        GTEST_SKIP() << path << " is not a short-reading regular file here";
+    std::string out;
+    const std::string e = read_regular_file(path, out);
+    ASSERT_FALSE(e.empty()) << "read " << out.size() << " of 4096 bytes and called it the whole file";
+    EXPECT_NE(e.find("cannot read " + path + " at offset "), std::string::npos) << e;
+    EXPECT_TRUE(out.empty());
 }
 
 } // namespace
