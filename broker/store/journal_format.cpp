@@ -187,16 +187,27 @@ std::string segment_name(uint32_t number) {
     return b;
 }
 
-uint32_t segment_number(std::string_view name) {
+bool looks_like_segment(std::string_view name) {
     constexpr std::string_view prefix = "journal-", suffix = ".log";
-    if (name.size() != prefix.size() + 8 + suffix.size()) return 0;
-    if (name.substr(0, prefix.size()) != prefix || name.substr(prefix.size() + 8) != suffix) return 0;
-    uint32_t n = 0;
-    for (char c : name.substr(prefix.size(), 8)) {
+    return name.size() >= prefix.size() + suffix.size() && name.substr(0, prefix.size()) == prefix &&
+           name.substr(name.size() - suffix.size()) == suffix;
+}
+
+uint32_t segment_number(std::string_view name) {
+    constexpr size_t prefix = 8, suffix = 4; // "journal-", ".log"
+    if (!looks_like_segment(name)) return 0;
+    const std::string_view digits = name.substr(prefix, name.size() - prefix - suffix);
+    if (digits.empty() || digits.size() > 10) return 0;
+    uint64_t n = 0;
+    for (char c : digits) {
         if (c < '0' || c > '9') return 0;
-        n = n * 10 + static_cast<uint32_t>(c - '0');
+        n = n * 10 + static_cast<uint64_t>(c - '0');
     }
-    return n;
+    if (n == 0 || n > UINT32_MAX) return 0;
+    // Only the name segment_name writes: "journal-1.log" next to
+    // "journal-00000001.log" would be a second file for one number.
+    if (segment_name(static_cast<uint32_t>(n)) != name) return 0;
+    return static_cast<uint32_t>(n);
 }
 
 } // namespace wharf::store

@@ -87,7 +87,10 @@ void journal_store::on_remove(std::string_view queue, uint64_t seq) {
 }
 
 // Starts a new segment: what is buffered for the old one goes out first.
+// After segment UINT32_MAX there is none: it keeps growing (open() refuses
+// a directory that holds it, so this takes 4 billion rotations).
 void journal_store::rotate() {
+    if (next_segment_ == 0 && active_ != 0) return;
     if (active_ != 0 && !buf_.empty()) {
         chunks_.push_back({active_, std::move(buf_)});
         buf_ = writer_->spare();

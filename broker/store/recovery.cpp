@@ -114,7 +114,15 @@ result<std::unique_ptr<journal_store>, std::string> journal_store::open(const jo
             if (e != 0) return fail("data-dir '" + opts.dir + "': cannot list it: " + std::strerror(e));
             break;
         }
-        if (uint32_t n = segment_number(ent->d_name)) numbers.push_back(n);
+        if (uint32_t n = segment_number(ent->d_name)) {
+            numbers.push_back(n);
+        } else if (looks_like_segment(ent->d_name)) {
+            const std::string name = ent->d_name;
+            ::closedir(d);
+            return fail("data-dir '" + opts.dir + "': " + opts.dir + "/" + name +
+                        " looks like a journal segment, but its name is not one (journal-NNNNNNNN.log, "
+                        "at least 8 digits, 1 to 4294967295). Refusing to start: rename or move it");
+        }
     }
     std::sort(numbers.begin(), numbers.end());
 
@@ -222,6 +230,9 @@ result<std::unique_ptr<journal_store>, std::string> journal_store::open(const jo
         sizes[seg] = data.size();
     }
 
+    if (!sizes.empty() && sizes.rbegin()->first == UINT32_MAX)
+        return fail("data-dir '" + opts.dir + "': " + opts.dir + "/" + segment_name(UINT32_MAX) +
+                    " is the last segment number there is; refusing to start (there is none to write next)");
     const uint32_t next = sizes.empty() ? 1 : sizes.rbegin()->first + 1;
     auto writer = std::make_unique<journal_writer>(opts.dir, next, 0);
     std::unique_ptr<journal_store> store(new journal_store(opts, std::move(writer)));

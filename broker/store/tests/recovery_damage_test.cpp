@@ -262,5 +262,53 @@ TEST(store_recovery_damage, a_file_that_reads_short_is_an_error_naming_the_offse
     EXPECT_TRUE(out.empty());
 }
 
+TEST(store_recovery_damage, segments_numbered_past_99999999_are_recovered) {
+    temp_dir dir;
+    const auto o = filled(dir.path, 60, 4096);
+    ASSERT_EQ(::rename(seg_path(dir.path, 1).c_str(), (dir.path + "/journal-99999999.log").c_str()), 0);
+    ASSERT_EQ(::rename(seg_path(dir.path, 2).c_str(), (dir.path + "/journal-100000000.log").c_str()), 0);
+    ASSERT_NE(::access(seg_path(dir.path, 3).c_str(), F_OK), 0) << "the test expects two segments";
+    const uint64_t held = records_in(dir.path + "/journal-100000000.log").size();
+    ASSERT_GT(held, 0u);
+    ASSERT_EQ(records_in(dir.path + "/journal-99999999.log").size() + held, 60u);
+    {
+        recovery_report r;
+        auto s = open_ok(o, r);
+        ASSERT_NE(s, nullptr);
+        EXPECT_EQ(r.messages, 60u) << held << " in journal-100000000.log";
+        EXPECT_EQ(r.segments, 2u);
+        sync_watch w;
+        w.install(*s);
+        s->on_enqueue("q", entry(1000, "next"));
+        ASSERT_TRUE(w.wait(s->commit()));
+    }
+    EXPECT_EQ(records_in(dir.path + "/journal-100000001.log").size(), 1u);
+    recovery_report r;
+    auto s = open_ok(o, r);
+    EXPECT_EQ(r.messages, 61u);
+}
+
+TEST(store_recovery_damage, a_name_that_looks_like_a_segment_but_is_not_one_refuses_to_start) {
+    for (const std::string name : {"journal-1.log", "journal-4294967296.log", "journal-0000000x.log",
+                                   "journal-00000000.log", "journal-000000002.log"}) {
+        SCOPED_TRACE(name);
+        temp_dir dir;
+        const auto o = filled(dir.path, 3);
+        ASSERT_EQ(::rename(seg_path(dir.path, 1).c_str(), (dir.path + "/" + name).c_str()), 0);
+        recovery_report r;
+        auto s = journal_store::open(o, r);
+        ASSERT_FALSE(s.has_value()) << "started with " << r.messages << " messages";
+        EXPECT_NE(s.error().find(dir.path + "/" + name + " looks like a journal segment"), std::string::npos)
+            << s.error();
+    }
+    temp_dir dir;
+    const auto o = filled(dir.path, 3);
+    ASSERT_EQ(::rename(seg_path(dir.path, 1).c_str(), seg_path(dir.path, UINT32_MAX).c_str()), 0);
+    recovery_report r;
+    auto s = journal_store::open(o, r);
+    ASSERT_FALSE(s.has_value());
+    EXPECT_NE(s.error().find("journal-4294967295.log is the last segment number"), std::string::npos) << s.error();
+}
+
 } // namespace
 } // namespace wharf::store
