@@ -137,15 +137,27 @@ result<std::unique_ptr<journal_store>, std::string> journal_store::open(const jo
             return fail("data-dir '" + opts.dir + "': " + e + "; refusing to start");
         report.bytes += data.size();
         if (data.size() < segment_magic.size() || data.compare(0, segment_magic.size(), segment_magic) != 0) {
-            if (data.empty() || (last && segment_magic.substr(0, data.size()) == data)) {
-                // A segment created just before a crash, header not all written.
+            const bool zeros = std::all_of(data.begin(), data.end(), [](char c) { return c == 0; });
+            if (data.empty() || (last && (zeros || segment_magic.substr(0, data.size()) == data))) {
+                // A segment created just before a crash: its header not all
+                // written, or the file's size on disk but not its bytes
+                // (zeros after a power cut). It holds no record.
                 // (A regular file: read_regular_file refuses anything else.)
                 if (::unlink(path.c_str()) != 0)
                     return fail("data-dir '" + opts.dir + "': cannot remove the empty segment " + path + ": " +
                                 std::strerror(errno));
                 sync_dir_of(path);
-                report.warnings.push_back(path + ": empty segment removed");
+                report.warnings.push_back(path + ": empty segment removed (" + std::to_string(data.size()) +
+                                          (data.empty() || !zeros ? " bytes of its header)" : " zero bytes)"));
                 continue;
+            }
+            constexpr std::string_view family = segment_magic.substr(0, 6); // "WHARFJ", then the version
+            if (data.size() >= segment_magic.size() && data.compare(0, family.size(), family) == 0) {
+                const std::string v = data.substr(family.size(), 2);
+                const bool digits = std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
+                return fail("data-dir '" + opts.dir + "': " + path + ": segment format v" +
+                            (digits ? std::to_string(std::stoi(v)) : "'" + v + "'") + "; this wharfd reads v" +
+                            std::to_string(format_version) + ". Refusing to start: use the matching wharfd");
             }
             return fail("data-dir '" + opts.dir + "': " + path +
                         " is not a Wharf journal segment (bad header); refusing to start");

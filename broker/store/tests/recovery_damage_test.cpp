@@ -310,5 +310,46 @@ TEST(store_recovery_damage, a_name_that_looks_like_a_segment_but_is_not_one_refu
     EXPECT_NE(s.error().find("journal-4294967295.log is the last segment number"), std::string::npos) << s.error();
 }
 
+TEST(store_recovery_damage, a_zero_filled_last_segment_is_removed_like_a_short_header) {
+    temp_dir dir;
+    const auto o = filled(dir.path, 10);
+    const std::string first = seg_path(dir.path, 1);
+    const std::string before = read_all(first);
+    write_all(seg_path(dir.path, 2), std::string(4096, '\0')); // created, then a power cut
+    {
+        recovery_report r;
+        auto s = open_ok(o, r);
+        ASSERT_NE(s, nullptr);
+        EXPECT_EQ(r.messages, 10u);
+        ASSERT_EQ(r.warnings.size(), 1u);
+        EXPECT_NE(r.warnings[0].find(segment_name(2) + ": empty segment removed"), std::string::npos)
+            << r.warnings[0];
+        sync_watch w;
+        w.install(*s);
+        s->on_enqueue("q", entry(11, "after"));
+        ASSERT_TRUE(w.wait(s->commit()));
+        EXPECT_TRUE(w.last_ok) << w.reason;
+    }
+    EXPECT_EQ(read_all(first), before);
+    recovery_report r;
+    auto s = open_ok(o, r);
+    EXPECT_EQ(r.messages, 11u);
+    EXPECT_TRUE(r.warnings.empty());
+}
+
+TEST(store_recovery_damage, a_segment_of_another_format_version_says_which) {
+    temp_dir dir;
+    const auto o = filled(dir.path, 3);
+    const std::string first = seg_path(dir.path, 1);
+    std::string data = read_all(first);
+    data.replace(0, 8, "WHARFJ02");
+    write_all(first, data);
+    recovery_report r;
+    auto s = journal_store::open(o, r);
+    ASSERT_FALSE(s.has_value());
+    EXPECT_NE(s.error().find(first + ": segment format v2; this wharfd reads v1"), std::string::npos) << s.error();
+    EXPECT_EQ(read_all(first), data);
+}
+
 } // namespace
 } // namespace wharf::store
