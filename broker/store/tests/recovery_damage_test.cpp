@@ -351,5 +351,34 @@ TEST(store_recovery_damage, a_segment_of_another_format_version_says_which) {
     EXPECT_EQ(read_all(first), data);
 }
 
+TEST(store_recovery_damage, an_empty_or_unparsable_meta_is_reported_as_damaged) {
+    for (const std::string text : {"", "node-id=n1\n", "format=x\nnode-id=n1\n", "format=1\n"}) {
+        SCOPED_TRACE(text);
+        temp_dir dir;
+        const auto o = filled(dir.path, 3);
+        const std::string meta = dir.path + "/wharf.meta";
+        write_all(meta, text);
+        recovery_report r;
+        auto s = journal_store::open(o, r);
+        ASSERT_FALSE(s.has_value());
+        EXPECT_NE(s.error().find(meta + " is damaged"), std::string::npos) << s.error();
+        EXPECT_EQ(read_all(meta), text);
+    }
+}
+
+TEST(store_recovery_damage, segments_without_a_meta_are_not_adopted_by_another_node) {
+    temp_dir dir;
+    auto o = filled(dir.path, 3);
+    const std::string meta = dir.path + "/wharf.meta";
+    ASSERT_EQ(::unlink(meta.c_str()), 0);
+    o.node_id = "n2";
+    recovery_report r;
+    auto s = journal_store::open(o, r);
+    ASSERT_FALSE(s.has_value()) << "node n2 took n1's " << r.messages << " messages";
+    EXPECT_NE(s.error().find("but no wharf.meta"), std::string::npos) << s.error();
+    EXPECT_NE(s.error().find("restore wharf.meta"), std::string::npos) << s.error();
+    EXPECT_NE(::access(meta.c_str(), F_OK), 0) << "a wharf.meta was created";
+}
+
 } // namespace
 } // namespace wharf::store
