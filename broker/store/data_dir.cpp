@@ -29,6 +29,9 @@ bool make_dirs(const std::string& dir) {
     return true;
 }
 
+// wharf.meta is two short lines; a node id is at most a few hundred bytes.
+constexpr uint64_t max_meta_bytes = 64 * 1024;
+
 // Whether `text` (wharf.meta) names this format and this node: "" if so,
 // else the error.
 std::string check_meta(const std::string& dir, const std::string& meta, const std::string& text,
@@ -122,7 +125,7 @@ result<int, std::string> claim_data_dir(const std::string& dir, const std::strin
     std::string err;
     if (::lstat(meta.c_str(), &st) == 0) {
         std::string text;
-        err = read_regular_file(meta, text);
+        err = read_regular_file(meta, text, max_meta_bytes);
         if (!err.empty()) err = "data-dir '" + dir + "': " + err + "; refusing to start";
         else err = check_meta(dir, meta, text, node_id);
     } else if (errno != ENOENT) {

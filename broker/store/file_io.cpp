@@ -23,7 +23,7 @@ std::string not_regular(const std::string& path, mode_t m) {
 }
 } // namespace
 
-std::string read_regular_file(const std::string& path, std::string& out) {
+std::string read_regular_file(const std::string& path, std::string& out, uint64_t max_bytes) {
     out.clear();
     struct stat st {};
     if (::lstat(path.c_str(), &st) != 0) return "cannot stat " + path + ": " + std::strerror(errno);
@@ -40,6 +40,11 @@ std::string read_regular_file(const std::string& path, std::string& out) {
     if (!S_ISREG(st.st_mode)) {
         ::close(fd);
         return not_regular(path, st.st_mode);
+    }
+    if (static_cast<uint64_t>(st.st_size) > max_bytes) {
+        ::close(fd);
+        return path + " is " + std::to_string(st.st_size) + " bytes, more than it can be (at most " +
+               std::to_string(max_bytes) + "): damaged, or not this node's";
     }
     out.resize(static_cast<size_t>(st.st_size));
     size_t done = 0;

@@ -133,7 +133,9 @@ result<std::unique_ptr<journal_store>, std::string> journal_store::open(const jo
         const uint32_t seg = numbers[i];
         const bool last = i + 1 == numbers.size();
         const std::string path = opts.dir + "/" + segment_name(seg);
-        if (auto e = read_regular_file(path, data); !e.empty())
+        // The store starts a new segment before a record once the active one
+        // has segment_bytes, so none holds more than that and one record.
+        if (auto e = read_regular_file(path, data, opts.segment_bytes + max_record_size); !e.empty())
             return fail("data-dir '" + opts.dir + "': " + e + "; refusing to start");
         report.bytes += data.size();
         if (data.size() < segment_magic.size() || data.compare(0, segment_magic.size(), segment_magic) != 0) {

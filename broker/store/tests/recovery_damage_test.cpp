@@ -256,7 +256,7 @@ TEST(store_recovery_damage, a_file_that_reads_short_is_an_error_naming_the_offse
     if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size != 4096)
         GTEST_SKIP() << path << " is not a short-reading regular file here";
     std::string out;
-    const std::string e = read_regular_file(path, out);
+    const std::string e = read_regular_file(path, out, 1 << 20);
     ASSERT_FALSE(e.empty()) << "read " << out.size() << " of 4096 bytes and called it the whole file";
     EXPECT_NE(e.find("cannot read " + path + " at offset "), std::string::npos) << e;
     EXPECT_TRUE(out.empty());
@@ -378,6 +378,22 @@ TEST(store_recovery_damage, segments_without_a_meta_are_not_adopted_by_another_n
     EXPECT_NE(s.error().find("but no wharf.meta"), std::string::npos) << s.error();
     EXPECT_NE(s.error().find("restore wharf.meta"), std::string::npos) << s.error();
     EXPECT_NE(::access(meta.c_str(), F_OK), 0) << "a wharf.meta was created";
+}
+
+TEST(store_recovery_damage, a_segment_larger_than_a_segment_can_be_refuses_to_start_without_reading_it) {
+    temp_dir dir;
+    const auto o = filled(dir.path, 3, 4096);
+    const std::string last = seg_path(dir.path, 1);
+    const uint64_t huge = uint64_t{1} << 40; // sparse: no disk used
+    ASSERT_EQ(::truncate(last.c_str(), static_cast<off_t>(huge)), 0);
+    recovery_report r;
+    auto s = journal_store::open(o, r); // read whole, this was std::bad_alloc
+    ASSERT_FALSE(s.has_value());
+    EXPECT_NE(s.error().find(last + " is " + std::to_string(huge) + " bytes, more than it can be (at most " +
+                             std::to_string(o.segment_bytes + max_record_size) + ")"),
+              std::string::npos)
+        << s.error();
+    EXPECT_EQ(file_size(last), huge);
 }
 
 } // namespace
