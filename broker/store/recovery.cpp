@@ -23,9 +23,9 @@ namespace {
 // The error that stops startup on a damaged segment: which file, where,
 // what, and that nothing was changed.
 std::string damaged(const std::string& dir, const std::string& path, const std::string& what) {
-    return "data-dir '" + dir + "': " + path + ": " + what + ". Refusing to start; nothing in the directory was changed. To start without this "
-           "segment's messages, move " + path + " out of the directory (see docs/storage-engine.md, "
-           "\"Recovery\")";
+    return "data-dir '" + dir + "': " + path + ": " + what +
+           ". Refusing to start; nothing in the directory was changed. To start without this segment's "
+           "messages, move " + path + " out of the directory (see docs/storage-engine.md, \"Recovery\")";
 }
 
 void sync_dir_of(const std::string& path) {
@@ -133,8 +133,8 @@ result<std::unique_ptr<journal_store>, std::string> journal_store::open(const jo
         const uint32_t seg = numbers[i];
         const bool last = i + 1 == numbers.size();
         const std::string path = opts.dir + "/" + segment_name(seg);
-        // The store starts a new segment before a record once the active one
-        // has segment_bytes, so none holds more than that and one record.
+        // The store never lets a segment pass segment_bytes + max_record_size
+        // (journal_store::start_record): a larger file is not ours.
         if (auto e = read_regular_file(path, data, opts.segment_bytes + max_record_size); !e.empty())
             return fail("data-dir '" + opts.dir + "': " + e + "; refusing to start");
         report.bytes += data.size();
