@@ -10,8 +10,10 @@
 namespace wharf::store {
 
 // Creates `dir` if needed, takes its lock (kept until the process exits:
-// the returned descriptor), and checks or writes wharf.meta. Errors say which
-// directory, whose it is and what to do.
+// the returned descriptor), and checks wharf.meta, or writes it (synced)
+// in a directory without segments. An empty or unparsable wharf.meta, or
+// segments without one, are errors. Errors say which directory, whose it
+// is and what to do.
 result<int, std::string> claim_data_dir(const std::string& dir, const std::string& node_id);
 
 } // namespace wharf::store

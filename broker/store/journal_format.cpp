@@ -136,22 +136,78 @@ read_status read_record(std::string_view data, size_t& pos, record& out) {
     return read_status::ok;
 }
 
+namespace {
+// Whether a record could start at `p`: its length fits and agrees with its
+// type and queue-name length. Cheap, so that a scan checks the CRC of few.
+bool plausible_record_at(std::string_view d, size_t p) {
+    uint32_t len = 0;
+    std::memcpy(&len, d.data() + p, 4);
+    const size_t room = d.size() - p - record_header_size;
+    if (len == 0 || len > room) return false;
+    const auto type = static_cast<uint8_t>(d[p + record_header_size]);
+    if (type == static_cast<uint8_t>(record_type::noop)) return len == 1;
+    if (type < 1 || type > 3 || len < 3) return false;
+    uint16_t qlen = 0;
+    std::memcpy(&qlen, d.data() + p + record_header_size + 1, 2);
+    const size_t key = 1 + 2 + size_t{qlen} + 8;
+    switch (static_cast<record_type>(type)) {
+    case record_type::remove: return len == key;
+    case record_type::update: return len == key + 4 + 1;
+    case record_type::enqueue: return len >= key + 4 + 1 + 8;
+    case record_type::noop: break;
+    }
+    return false;
+}
+} // namespace
+
+size_t find_valid_record(std::string_view data, size_t from) {
+    for (size_t p = from; p < data.size() && data.size() - p > record_header_size; ++p) {
+        if (!plausible_record_at(data, p)) continue;
+        size_t q = p;
+        record r;
+        if (read_record(data, q, r) == read_status::ok) return p;
+    }
+    return data.size();
+}
+
+size_t count_valid_records(std::string_view data, size_t from) {
+    size_t n = 0;
+    for (size_t p = find_valid_record(data, from); p < data.size();) {
+        record r;
+        while (read_record(data, p, r) == read_status::ok) ++n;
+        if (p >= data.size()) break;
+        p = find_valid_record(data, p + 1);
+    }
+    return n;
+}
+
 std::string segment_name(uint32_t number) {
     char b[32];
     std::snprintf(b, sizeof b, "journal-%08u.log", number);
     return b;
 }
 
-uint32_t segment_number(std::string_view name) {
+bool looks_like_segment(std::string_view name) {
     constexpr std::string_view prefix = "journal-", suffix = ".log";
-    if (name.size() != prefix.size() + 8 + suffix.size()) return 0;
-    if (name.substr(0, prefix.size()) != prefix || name.substr(prefix.size() + 8) != suffix) return 0;
-    uint32_t n = 0;
-    for (char c : name.substr(prefix.size(), 8)) {
+    return name.size() >= prefix.size() + suffix.size() && name.substr(0, prefix.size()) == prefix &&
+           name.substr(name.size() - suffix.size()) == suffix;
+}
+
+uint32_t segment_number(std::string_view name) {
+    constexpr size_t prefix = 8, suffix = 4; // "journal-", ".log"
+    if (!looks_like_segment(name)) return 0;
+    const std::string_view digits = name.substr(prefix, name.size() - prefix - suffix);
+    if (digits.empty() || digits.size() > 10) return 0;
+    uint64_t n = 0;
+    for (char c : digits) {
         if (c < '0' || c > '9') return 0;
-        n = n * 10 + static_cast<uint32_t>(c - '0');
+        n = n * 10 + static_cast<uint64_t>(c - '0');
     }
-    return n;
+    if (n == 0 || n > UINT32_MAX) return 0;
+    // Only the name segment_name writes: "journal-1.log" next to
+    // "journal-00000001.log" would be a second file for one number.
+    if (segment_name(static_cast<uint32_t>(n)) != name) return 0;
+    return static_cast<uint32_t>(n);
 }
 
 } // namespace wharf::store

@@ -1,6 +1,7 @@
 #pragma once
 // The journal's on-disk format. A data directory holds `wharf.meta` (format
-// version and node id) and numbered segment files `journal-NNNNNNNN.log`,
+// version and node id) and numbered segment files `journal-NNNNNNNN.log`
+// (numbers 1 to 4294967295, at least 8 digits),
 // each starting with an 8-byte magic and then records:
 //
 //   u32 length (of type + payload) | u32 crc32 (of type + payload) | u8 type | payload
@@ -91,8 +92,20 @@ enum class read_status {
 // Reads the record at `pos` and advances `pos` past it on ok.
 read_status read_record(std::string_view data, size_t& pos, record& out);
 
+// For recovery, to tell a write cut short from damage: the first offset at
+// or after `from` where a whole valid record starts (length within `data`,
+// checksum and contents good), or data.size() when there is none.
+size_t find_valid_record(std::string_view data, size_t from);
+// How many valid records there are at or after `from`: each run of records
+// found by find_valid_record, read to where it stops.
+size_t count_valid_records(std::string_view data, size_t from);
+
+// "journal-NNNNNNNN.log": at least 8 digits, more above 99,999,999.
 std::string segment_name(uint32_t number);
-// The number in a segment file name, or 0 when `name` is not one.
+// The number in a segment file name (1 to UINT32_MAX, written as
+// segment_name writes it), or 0 when `name` is not one.
 uint32_t segment_number(std::string_view name);
+// Whether `name` is "journal-*.log": a segment, or a name that should be one.
+bool looks_like_segment(std::string_view name);
 
 } // namespace wharf::store

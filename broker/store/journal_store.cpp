@@ -21,8 +21,15 @@ journal_store::~journal_store() {
     if (lock_fd_ >= 0) ::close(lock_fd_);
 }
 
+// Rotation waits for commit(), so a segment can pass segment_bytes by one
+// commit's records, but never by more than max_record_size: recovery refuses
+// a larger file. `bytes` is at least the record's size.
+void journal_store::start_record(uint64_t bytes) {
+    if (active_ == 0 || segments_[active_].size + bytes > opts_.segment_bytes + max_record_size) rotate();
+}
+
 void journal_store::append_enqueue_record(std::string_view queue, uint64_t seq, live_entry& le) {
-    if (active_ == 0) rotate();
+    start_record(enqueue_record_overhead + queue.size() + le.body.size());
     const size_t before = buf_.size();
     append_enqueue(buf_, queue, seq, le.delivery_count, le.flags, le.expiry_ms, le.body.bytes());
     le.segment = active_;
@@ -61,7 +68,7 @@ void journal_store::on_update(std::string_view queue, const engine::queue_entry&
     if (q == live_.end()) return;
     auto m = q->second.find(e.seq);
     if (m == q->second.end()) return;
-    if (active_ == 0) rotate();
+    start_record(enqueue_record_overhead + queue.size());
     const size_t before = buf_.size();
     append_update(buf_, queue, e.seq, e.delivery_count, flags_of(e));
     segments_[active_].size += buf_.size() - before;
@@ -74,7 +81,7 @@ void journal_store::on_remove(std::string_view queue, uint64_t seq) {
     if (q == live_.end()) return;
     auto m = q->second.find(seq);
     if (m == q->second.end()) return;
-    if (active_ == 0) rotate();
+    start_record(enqueue_record_overhead + queue.size());
     const size_t before = buf_.size();
     append_remove(buf_, queue, seq);
     segments_[active_].size += buf_.size() - before;
@@ -87,7 +94,10 @@ void journal_store::on_remove(std::string_view queue, uint64_t seq) {
 }
 
 // Starts a new segment: what is buffered for the old one goes out first.
+// After segment UINT32_MAX there is none: it keeps growing (open() refuses
+// a directory that holds it, so this takes 4 billion rotations).
 void journal_store::rotate() {
+    if (next_segment_ == 0 && active_ != 0) return;
     if (active_ != 0 && !buf_.empty()) {
         chunks_.push_back({active_, std::move(buf_)});
         buf_ = writer_->spare();

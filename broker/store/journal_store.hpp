@@ -81,6 +81,7 @@ class journal_store final : public engine::message_store {
     journal_store(journal_options opts, std::unique_ptr<journal_writer> writer);
     void take_recovered(recovery_report& report, std::map<uint32_t, uint64_t> sizes);
     void append_enqueue_record(std::string_view queue, uint64_t seq, live_entry& le);
+    void start_record(uint64_t bytes);
     void rotate();
     void retire_segments();
     void compact_oldest();

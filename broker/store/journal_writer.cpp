@@ -84,9 +84,22 @@ void journal_writer::report(uint64_t epoch, bool ok, const std::string& reason) 
 // which counts as written, not as synced: a failure before the next sync
 // cuts it off with the rest, and cut_back() then closes the file so that
 // this writes it again. Records never start at offset 0.
+//
+// A segment this writer has not created yet must not exist: if it does,
+// recovery did not read it, and appending would mix its records with ours.
 bool journal_writer::open_segment(uint32_t segment, std::string& reason) {
     const std::string path = dir_ + "/" + segment_name(segment);
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    int fd = -1;
+    if (segment == created_) fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0 && (segment != created_ || errno == ENOENT)) {
+        fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd < 0 && errno == EEXIST) {
+            reason = "cannot create " + path + ": it exists already, and this node did not recover it; "
+                     "refusing to write over it";
+            return false;
+        }
+        if (fd >= 0) created_ = segment;
+    }
     if (fd < 0) {
         reason = errno_text("cannot open", path);
         return false;

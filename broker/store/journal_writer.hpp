@@ -81,6 +81,7 @@ class journal_writer {
     const std::string dir_;
     int fd_ = -1;
     uint32_t segment_ = 0;        // the open segment, or the last one open
+    uint32_t created_ = 0;        // the last segment this writer created (O_EXCL)
     uint64_t synced_size_ = 0;    // of segment_: what a failure cuts back to
     uint64_t size_ = 0;           // of segment_: written
     bool tail_dirty_ = false;     // segment_ may hold bytes past synced_size_

@@ -2,6 +2,7 @@
 // live messages, cut a torn tail, and start the writer on a fresh segment.
 
 #include "broker/store/data_dir.hpp"
+#include "broker/store/file_io.hpp"
 #include "broker/store/journal_format.hpp"
 #include "broker/store/journal_store.hpp"
 
@@ -19,25 +20,65 @@ namespace wharf::store {
 
 namespace {
 
-bool read_file(const std::string& path, std::string& out, std::string& err) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        err = "cannot open " + path + ": " + std::strerror(errno);
-        return false;
+// The error that stops startup on a damaged segment: which file, where,
+// what, and that nothing was changed.
+std::string damaged(const std::string& dir, const std::string& path, const std::string& what) {
+    return "data-dir '" + dir + "': " + path + ": " + what +
+           ". Refusing to start; nothing in the directory was changed. To start without this segment's "
+           "messages, move " + path + " out of the directory (see docs/storage-engine.md, \"Recovery\")";
+}
+
+void sync_dir_of(const std::string& path) {
+    const std::string dir = path.substr(0, path.rfind('/'));
+    int d = ::open(dir.empty() ? "/" : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (d >= 0) {
+        ::fsync(d);
+        ::close(d);
     }
-    struct stat st {};
-    ::fstat(fd, &st);
-    out.resize(static_cast<size_t>(st.st_size));
+}
+
+// Copies a torn tail aside before it is cut, as `<segment>.torn-<offset>`
+// (then `.1`, `.2`, ... if that name is taken), synced. Returns the name.
+result<std::string, std::string> save_torn_tail(const std::string& path, std::string_view bytes, size_t at) {
+    std::string name;
+    int fd = -1;
+    for (int i = 0; i < 100 && fd < 0; ++i) {
+        name = path + ".torn-" + std::to_string(at) + (i == 0 ? "" : "." + std::to_string(i));
+        fd = ::open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd < 0 && errno != EEXIST) break;
+    }
+    if (fd < 0) return fail("cannot save the torn tail of " + path + " as " + name + ": " + std::strerror(errno));
     size_t done = 0;
-    while (done < out.size()) {
-        ssize_t n = ::read(fd, out.data() + done, out.size() - done);
+    while (done < bytes.size()) {
+        const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
         if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;
+        if (n <= 0) {
+            if (n == 0) errno = ENOSPC;
+            const std::string e = std::strerror(errno);
+            ::close(fd);
+            ::unlink(name.c_str());
+            return fail("cannot save the torn tail of " + path + " as " + name + ": " + e);
+        }
         done += static_cast<size_t>(n);
     }
-    out.resize(done);
+    const bool synced = ::fsync(fd) == 0;
+    const std::string e = std::strerror(errno);
     ::close(fd);
-    return true;
+    if (!synced) return fail("cannot sync " + name + ": " + e);
+    sync_dir_of(name);
+    return name;
+}
+
+// Cuts `path` to `at` bytes, synced. Returns an error, or "" when done.
+std::string cut_segment(const std::string& path, size_t at) {
+    int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0 || ::ftruncate(fd, static_cast<off_t>(at)) != 0 || ::fsync(fd) != 0) {
+        const std::string e = std::strerror(errno);
+        if (fd >= 0) ::close(fd);
+        return "cannot cut the torn tail of " + path + " at offset " + std::to_string(at) + ": " + e;
+    }
+    ::close(fd);
+    return {};
 }
 
 struct recovered_entry {
@@ -59,29 +100,66 @@ result<std::unique_ptr<journal_store>, std::string> journal_store::open(const jo
         ~lock_guard_fd() { if (fd >= 0) ::close(fd); }
     } lock{claimed.value()};
 
+    // A listing cut short would look like a directory with fewer (or no)
+    // segments: the node would start without their messages.
     std::vector<uint32_t> numbers;
-    if (DIR* d = ::opendir(opts.dir.c_str())) {
-        while (dirent* ent = ::readdir(d))
-            if (uint32_t n = segment_number(ent->d_name)) numbers.push_back(n);
-        ::closedir(d);
+    DIR* d = ::opendir(opts.dir.c_str());
+    if (!d) return fail("data-dir '" + opts.dir + "': cannot list it: " + std::strerror(errno));
+    for (;;) {
+        errno = 0;
+        dirent* ent = ::readdir(d);
+        if (!ent) {
+            const int e = errno;
+            ::closedir(d);
+            if (e != 0) return fail("data-dir '" + opts.dir + "': cannot list it: " + std::strerror(e));
+            break;
+        }
+        if (uint32_t n = segment_number(ent->d_name)) {
+            numbers.push_back(n);
+        } else if (looks_like_segment(ent->d_name)) {
+            const std::string name = ent->d_name;
+            ::closedir(d);
+            return fail("data-dir '" + opts.dir + "': " + opts.dir + "/" + name +
+                        " looks like a journal segment, but its name is not one (journal-NNNNNNNN.log, "
+                        "at least 8 digits, 1 to 4294967295). Refusing to start: rename or move it");
+        }
     }
     std::sort(numbers.begin(), numbers.end());
 
     std::unordered_map<std::string, std::unordered_map<uint64_t, recovered_entry>> live;
     std::map<uint32_t, uint64_t> sizes;
-    std::string data, err;
+    std::string data;
     for (size_t i = 0; i < numbers.size(); ++i) {
         const uint32_t seg = numbers[i];
         const bool last = i + 1 == numbers.size();
         const std::string path = opts.dir + "/" + segment_name(seg);
-        if (!read_file(path, data, err)) return fail("data-dir '" + opts.dir + "': " + err);
+        // The store never lets a segment pass segment_bytes + max_record_size
+        // (journal_store::start_record): a larger file is not ours.
+        if (auto e = read_regular_file(path, data, opts.segment_bytes + max_record_size); !e.empty())
+            return fail("data-dir '" + opts.dir + "': " + e + "; refusing to start");
         report.bytes += data.size();
         if (data.size() < segment_magic.size() || data.compare(0, segment_magic.size(), segment_magic) != 0) {
-            if (data.empty() || (last && segment_magic.substr(0, data.size()) == data)) {
-                // A segment created just before a crash, header not all written.
-                report.warnings.push_back(path + ": empty segment removed");
-                ::unlink(path.c_str());
+            const bool zeros = std::all_of(data.begin(), data.end(), [](char c) { return c == 0; });
+            if (data.empty() || (last && (zeros || segment_magic.substr(0, data.size()) == data))) {
+                // A segment created just before a crash: its header not all
+                // written, or the file's size on disk but not its bytes
+                // (zeros after a power cut). It holds no record.
+                // (A regular file: read_regular_file refuses anything else.)
+                if (::unlink(path.c_str()) != 0)
+                    return fail("data-dir '" + opts.dir + "': cannot remove the empty segment " + path + ": " +
+                                std::strerror(errno));
+                sync_dir_of(path);
+                report.warnings.push_back(path + ": empty segment removed (" + std::to_string(data.size()) +
+                                          (data.empty() || !zeros ? " bytes of its header)" : " zero bytes)"));
                 continue;
+            }
+            constexpr std::string_view family = segment_magic.substr(0, 6); // "WHARFJ", then the version
+            if (data.size() >= segment_magic.size() && data.compare(0, family.size(), family) == 0) {
+                const std::string v = data.substr(family.size(), 2);
+                const bool digits = std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
+                return fail("data-dir '" + opts.dir + "': " + path + ": segment format v" +
+                            (digits ? std::to_string(std::stoi(v)) : "'" + v + "'") + "; this wharfd reads v" +
+                            std::to_string(format_version) + ". Refusing to start: use the matching wharfd");
             }
             return fail("data-dir '" + opts.dir + "': " + path +
                         " is not a Wharf journal segment (bad header); refusing to start");
@@ -94,13 +172,41 @@ result<std::unique_ptr<journal_store>, std::string> journal_store::open(const jo
             if (st == read_status::end) break;
             if (st != read_status::ok) {
                 const size_t skipped = data.size() - at;
-                report.warnings.push_back(
-                    path + ": " + (st == read_status::torn ? "torn" : "corrupt") +
-                    " record at offset " + std::to_string(at) + "; skipped " + std::to_string(skipped) +
-                    " bytes to the end of the segment" + (last ? " (cut off)" : ""));
-                if (last && ::truncate(path.c_str(), static_cast<off_t>(at)) != 0)
-                    return fail("data-dir '" + opts.dir + "': cannot cut the torn tail of " + path +
-                                ": " + std::strerror(errno));
+                // A sealed segment was synced whole before the next one was
+                // started: damage there is not a crash's torn write. Skipping
+                // it would lose every record after it, and its live messages
+                // would then look gone (and their segment be deleted).
+                if (!last)
+                    return fail(damaged(opts.dir, path,
+                                        std::string(st == read_status::torn ? "torn" : "corrupt") +
+                                            " record at offset " + std::to_string(at) +
+                                            " of a segment that is not the last (" + std::to_string(skipped) +
+                                            " bytes from there to its end)"));
+                const std::string what = std::string(st == read_status::torn ? "torn" : "corrupt") +
+                                         " record at offset " + std::to_string(at);
+                // In the last segment it is the last write, cut short by a
+                // crash, only if no valid record follows it anywhere: a
+                // bad length or checksum in the middle would otherwise cut
+                // off every record after it.
+                if (const size_t next = find_valid_record(data, at + 1); next < data.size())
+                    return fail(damaged(opts.dir, path,
+                                        what + " of the last segment, followed by " +
+                                            std::to_string(count_valid_records(data, next)) +
+                                            " valid records (the first at offset " + std::to_string(next) +
+                                            "): damage, not a write cut short"));
+                const bool zeros = std::all_of(data.begin() + static_cast<std::ptrdiff_t>(at), data.end(),
+                                               [](char c) { return c == 0; });
+                std::string saved;
+                if (!zeros) {
+                    auto kept = save_torn_tail(path, std::string_view(data).substr(at), at);
+                    if (!kept) return fail("data-dir '" + opts.dir + "': " + kept.error());
+                    saved = "; the cut bytes are in " + kept.value();
+                }
+                if (auto cut = cut_segment(path, at); !cut.empty())
+                    return fail("data-dir '" + opts.dir + "': " + cut);
+                report.warnings.push_back(path + ": " + what + "; cut " + std::to_string(skipped) +
+                                          " bytes to the end of the segment (the last write, cut short: no "
+                                          "valid record after it)" + saved);
                 data.resize(at);
                 break;
             }
@@ -138,6 +244,9 @@ result<std::unique_ptr<journal_store>, std::string> journal_store::open(const jo
         sizes[seg] = data.size();
     }
 
+    if (!sizes.empty() && sizes.rbegin()->first == UINT32_MAX)
+        return fail("data-dir '" + opts.dir + "': " + opts.dir + "/" + segment_name(UINT32_MAX) +
+                    " is the last segment number there is; refusing to start (there is none to write next)");
     const uint32_t next = sizes.empty() ? 1 : sizes.rbegin()->first + 1;
     auto writer = std::make_unique<journal_writer>(opts.dir, next, 0);
     std::unique_ptr<journal_store> store(new journal_store(opts, std::move(writer)));
