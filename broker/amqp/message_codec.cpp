@@ -236,7 +236,13 @@ class section_reader : public value_cursor {
                 h.delivery_count = n.value_or(0);
                 break;
             }
-            default: ok = skip_value(end, 1); break;
+            default:
+                ok = skip_value(end, 1);
+                if (ok) {
+                    h.extra.append(since(at));
+                    ++h.extra_count;
+                }
+                break;
             }
             if (!ok) {
                 return false;
@@ -333,6 +339,12 @@ class section_reader : public value_cursor {
 };
 
 
+void put_be32(uint32_t v, std::string& out) {
+    for (int shift = 24; shift >= 0; shift -= 8) {
+        out.push_back(static_cast<char>((v >> shift) & 0xff));
+    }
+}
+
 void put_uint(uint32_t v, std::string& out) {
     if (v == 0) {
         out.push_back('\x43');
@@ -341,11 +353,11 @@ void put_uint(uint32_t v, std::string& out) {
         out.push_back(static_cast<char>(v));
     } else {
         out.push_back('\x70');
-        for (int shift = 24; shift >= 0; shift -= 8) {
-            out.push_back(static_cast<char>((v >> shift) & 0xff));
-        }
+        put_be32(v, out);
     }
 }
+
+void encode_header_fields(const header_fields& h, int fields, std::string& out);
 
 } // namespace
 
@@ -417,7 +429,9 @@ result<message_info, codec_error> scan_message(std::string_view bytes) {
 void encode_header(const header_fields& h, std::string& out) {
     const header_fields d;
     int fields = 0; // how many leading fields to write
-    if (h.delivery_count != d.delivery_count) {
+    if (h.extra_count != 0) {
+        fields = 5;
+    } else if (h.delivery_count != d.delivery_count) {
         fields = 5;
     } else if (h.first_acquirer != d.first_acquirer) {
         fields = 4;
@@ -433,10 +447,34 @@ void encode_header(const header_fields& h, std::string& out) {
         out.push_back('\x45');
         return;
     }
+    if (h.extra_count != 0) { // a list32 if they need one; else as below
+        std::string body;
+        encode_header_fields(h, 5, body);
+        body += h.extra;
+        const uint64_t count = 5 + uint64_t{h.extra_count};
+        if (body.size() + 1 <= 255 && count <= 255) {
+            out.push_back('\xc0');
+            out.push_back(static_cast<char>(body.size() + 1));
+            out.push_back(static_cast<char>(count));
+        } else {
+            out.push_back('\xd0');
+            put_be32(static_cast<uint32_t>(body.size() + 4), out);
+            put_be32(static_cast<uint32_t>(count), out);
+        }
+        out += body;
+        return;
+    }
     out.push_back('\xc0');
     const size_t size_at = out.size();
     out.push_back('\0');
     out.push_back(static_cast<char>(fields));
+    encode_header_fields(h, fields, out);
+    out[size_at] = static_cast<char>(out.size() - size_at - 1); // at most 18
+}
+
+namespace {
+// The first `fields` (1 to 5) of the header's fields.
+void encode_header_fields(const header_fields& h, int fields, std::string& out) {
     out.push_back(h.durable ? '\x41' : '\x42');
     if (fields > 1) {
         out.push_back('\x50');
@@ -455,8 +493,8 @@ void encode_header(const header_fields& h, std::string& out) {
     if (fields > 4) {
         put_uint(h.delivery_count, out);
     }
-    out[size_at] = static_cast<char>(out.size() - size_at - 1); // at most 18
 }
+} // namespace
 
 std::string with_header(std::string_view bytes, const message_info& info, const header_fields& h) {
     assert(info.header_end <= bytes.size());

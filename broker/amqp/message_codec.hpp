@@ -37,6 +37,10 @@ struct header_fields {
     std::optional<uint32_t> ttl_ms;
     bool first_acquirer = false;
     uint32_t delivery_count = 0;
+    // Fields after delivery-count (none in AMQP 1.0; a later version's),
+    // encoded as they came, and how many: a rewrite keeps them.
+    std::string extra;
+    uint32_t extra_count = 0;
 };
 
 // What the broker needs to know about a message, plus where its header ends.

@@ -61,6 +61,10 @@ class value_cursor {
         const uint64_t hi = u32();
         return (hi << 32) | u32();
     }
+    // The bytes from offset `from` up to where the cursor is.
+    std::string_view since(size_t from) const {
+        return {reinterpret_cast<const char*>(data_ + from), pos_ - from};
+    }
     std::string_view take(size_t n) {
         std::string_view s(reinterpret_cast<const char*>(data_ + pos_), n);
         pos_ += n;

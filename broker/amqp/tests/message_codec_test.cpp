@@ -486,5 +486,32 @@ TEST(message_codec_with_header, default_header_becomes_list0_and_repeats_stably)
     EXPECT_EQ(out.substr(out.size() - 4), section(amqp_value, bytes({0x40})));
 }
 
+// A header with fields after delivery-count (a later AMQP version's) keeps
+// them, as sent, when a redelivery rewrites it: they were dropped. A list8
+// stays a list8 while it fits; beyond 255 bytes the header is a list32.
+TEST(message_codec_with_header, fields_after_delivery_count_are_kept) {
+    for (const std::string& extra : {str8("x"), str32(std::string(300, 'y'))}) {
+        const std::string fields = bytes({0x41, 0x50, 7, 0x40, 0x42, 0x43}) + extra;
+        const std::string original = section(header, list32({bytes({0x41}), bytes({0x50, 7}), bytes({0x40}),
+                                                              bytes({0x42}), bytes({0x43}), extra})) +
+                                     section(amqp_value, bytes({0x40}));
+        const message_info before = scan_ok(original);
+        EXPECT_EQ(before.header.extra, extra);
+        EXPECT_EQ(before.header.extra_count, 1u);
+        header_fields h = before.header;
+        h.delivery_count = 1;
+        const std::string out = with_header(original, before, h);
+        const message_info after = scan_ok(out);
+        EXPECT_EQ(after.header.delivery_count, 1u);
+        EXPECT_EQ(after.header.priority, 7);
+        EXPECT_TRUE(after.header.durable);
+        EXPECT_EQ(after.header.extra, extra) << "the sixth field is gone";
+        EXPECT_EQ(out.substr(after.header_end), section(amqp_value, bytes({0x40})));
+        auto m = make_pn_message();
+        EXPECT_EQ(pn_message_decode(m.get(), out.data(), out.size()), 0) << "Proton reads it";
+        EXPECT_EQ(pn_message_get_delivery_count(m.get()), 1u);
+    }
+}
+
 } // namespace
 } // namespace wharf::amqp
