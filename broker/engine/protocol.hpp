@@ -82,6 +82,8 @@ enum class outcome_kind {
     modified_undeliverable,      // undeliverable-here
     modified_failed_undeliverable,
     unsent,                      // never reached the client (no credit, link gone)
+    too_large,                   // never sent: larger than the client's max-message-size;
+                                 // it stays for the link's other consumers
 };
 
 struct settlement {

@@ -412,6 +412,13 @@ void queue_engine::handle(cmd_settle& c) {
             q.restore(std::move(e));
             touch(&q);
             break;
+        case outcome_kind::too_large:
+            if (con.assigned > 0) --con.assigned;
+            if (!e.excluded) e.excluded = std::make_unique<std::vector<link_id>>();
+            e.excluded->push_back(con.id);
+            q.restore(std::move(e));
+            touch(&q);
+            break;
         }
     }
     if (c.limit) con.limit = *c.limit;

@@ -161,6 +161,7 @@ class amqp_connection final : public connection_base {
         std::vector<engine::settlement> to_settle;
         std::vector<uint64_t> unsent;
         std::deque<engine::ev_deliver> held; // a browser's copies, waiting for credit
+        uint64_t max_out = 0;         // the client's max-message-size (0: none)
         bool dirty = false;           // listed in dirty_links_
         std::optional<engine::command> pending_attach; // waiting for the resolvers
         std::string address;          // as attached (for resolvers and redirects)
@@ -254,7 +255,7 @@ class amqp_connection final : public connection_base {
     void settle_sent(link_ctx& lc, uint64_t seq);
     void relay_send(link_ctx& lc, relay::message& m);
     void relay_send_held(link_ctx& lc);
-    void relay_presettled(link_ctx& lc, uint64_t id, bool sent);
+    void relay_back(link_ctx& lc, uint64_t id, engine::outcome_kind outcome);
     void send_delivery(link_ctx& lc, engine::ev_deliver& ev);
     void resolve(link_ctx& lc, size_t resolver);
     // Where an anonymous-relay message goes.

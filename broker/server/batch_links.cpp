@@ -208,7 +208,7 @@ void amqp_connection::on_controls(link_ctx& lc, pn_delivery_t* d) {
         if (to == nullptr || to->closed) continue; // its messages went back with the detach
         if (c.what == relay::control::credit) {
             commands_.push_back(engine::cmd_credit{to->id, c.value, c.arg != 0});
-        } else if (c.arg <= static_cast<uint8_t>(engine::outcome_kind::unsent)) {
+        } else if (c.arg <= static_cast<uint8_t>(engine::outcome_kind::too_large)) {
             mark_dirty(*to);
             to->to_settle.push_back({c.value, static_cast<engine::outcome_kind>(c.arg)});
         }

@@ -46,6 +46,7 @@ void amqp_connection::on_link_open(pn_link_t* l) {
         c.out = outbox_;
         lc->address = c.address;
         lc->relay_link = relay::relay_link(l);
+        lc->max_out = pn_link_remote_max_message_size(l);
         lc->presettled_acks = lc->relay_link != 0 && relay::presettled_acks(l);
         if (c.address == relay::credit_address) {
             // A peer's relay taking its producers' credit (batch_links.cpp):
@@ -572,11 +573,21 @@ void amqp_connection::send_held(link_ctx& lc) {
 void amqp_connection::send_delivery(link_ctx& lc_ref, engine::ev_deliver& ev) {
     link_ctx* lc = &lc_ref;
     pn_link_t* l = lc->link;
+    const std::string_view bytes = wire_bytes(ev);
+    if (lc->max_out != 0 && bytes.size() > lc->max_out) {
+        // The client said it takes nothing larger (Proton would end its
+        // link, and the message would come again): it stays in the queue
+        // for the queue's other consumers.
+        if (!ev.copy) {
+            mark_dirty(*lc);
+            lc->to_settle.push_back({ev.seq, engine::outcome_kind::too_large});
+        }
+        return;
+    }
     char tag[sizeof(uint64_t)];
     const uint64_t t = lc->next_tag++;
     std::memcpy(tag, &t, sizeof t);
     pn_delivery_t* d = pn_delivery(l, pn_dtag(tag, sizeof tag));
-    const std::string_view bytes = wire_bytes(ev);
     pn_link_send(l, bytes.data(), bytes.size());
     pn_link_advance(l);
     ++lc->sent;

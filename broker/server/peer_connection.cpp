@@ -206,8 +206,8 @@ void peer_connection::handle(relay::message& m) {
     case kind::disposition:
         if (t->batch != 0 && !t->client_sends) {
             const bool failed = m.more && m.more->st.failed, undeliverable = m.more && m.more->st.undeliverable;
-            if (m.unsent)
-                add_control({relay::control::outcome, t->relay, m.id, static_cast<uint8_t>(engine::outcome_kind::unsent)});
+            if (m.back != 0)
+                add_control({relay::control::outcome, t->relay, m.id, m.back});
             else if (auto outcome = relay::outcome_for(m.state, failed, undeliverable, m.settled))
                 add_control({relay::control::outcome, t->relay, m.id, static_cast<uint8_t>(*outcome)});
             break;

@@ -61,6 +61,9 @@
 //   when the client's link ended, which goes back to the queue as if never
 //   dispatched. Without the offer (an older relay) the owner lets the
 //   message go as it puts it in a batch.
+// - A message larger than the client's max-message-size the relay never
+//   sends: it answers it with outcome too_large (engine::outcome_kind), and
+//   the owner keeps it for the queue's other consumers.
 // - The relay sends a twin's detach only once the owner has settled every
 //   control delivery sent before it, so a message the client accepted is
 //   never handed back to the queue by the detach.

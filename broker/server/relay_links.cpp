@@ -95,25 +95,60 @@ void amqp_connection::relay_credit(link_ctx& lc) {
     if (add > 0) pn_link_flow(lc.link, static_cast<int>(add));
 }
 
-// A transfer from a producer on a relayed link: pass it on whole.
+// A transfer from a producer on a relayed link: pass it on whole. Its
+// frames are gathered here as they come, so that one larger than this
+// node's max-message-size (which the attach advertised, and Proton does not
+// enforce) is counted and dropped on the way instead of held whole.
 void amqp_connection::relay_incoming(link_ctx& lc, pn_delivery_t* d) {
     pn_link_t* l = lc.link;
-    if (l == nullptr || !pn_delivery_readable(d) || pn_delivery_partial(d)) return; // Proton gathers the frames
+    if (l == nullptr || !pn_delivery_readable(d)) return;
     if (pn_delivery_aborted(d)) {
         // The client spent a credit on it (the settle advances the link)
         // and nothing goes to the owner, whose limit counts only what
         // relay_in counts: the client gets the credit back within that limit.
+        lc.partial.clear();
+        lc.oversize = false;
         pn_delivery_settle(d);
         relay_credit(lc);
+        return;
+    }
+    const uint64_t max = settings_.max_message_size;
+    const size_t pending = pn_delivery_pending(d);
+    if (!lc.oversize) {
+        const size_t old = lc.partial.size();
+        lc.partial.resize(old + pending);
+        pn_link_recv(l, lc.partial.data() + old, pending);
+        if (lc.partial.size() > max) {
+            lc.oversize = true;
+            lc.partial.clear();
+            lc.partial.shrink_to_fit();
+        }
+    } else {
+        std::string sink(pending, '\0');
+        pn_link_recv(l, sink.data(), pending);
+    }
+    if (pn_delivery_partial(d)) return;
+    pn_link_advance(l);
+    if (lc.oversize) {
+        // Refused here, as at the owner; like an abort, its credit comes back.
+        lc.oversize = false;
+        const error big{errc::message_size_exceeded,
+                        "message is larger than this link's max-message-size of " + std::to_string(max) + " bytes"};
+        if (!pn_delivery_settled(d)) {
+            reject_now(d, big.code, big.description);
+            relay_credit(lc);
+        } else {
+            pn_delivery_settle(d);
+            refuse_presettled(lc, big); // ends the link
+        }
         return;
     }
     relay::message m;
     m.what = relay::message::kind::transfer;
     m.relay = lc.id;
     m.tag = tag_of(d);
-    m.bytes.resize(pn_delivery_pending(d));
-    pn_link_recv(l, m.bytes.data(), m.bytes.size());
-    pn_link_advance(l);
+    m.bytes = std::move(lc.partial);
+    lc.partial = {};
     m.settled = pn_delivery_settled(d);
     m.id = ++lc.relay_ids;
     ++lc.relay_in;
@@ -147,7 +182,7 @@ void amqp_connection::relay_disposition(link_ctx& lc, pn_delivery_t* d) {
 void amqp_connection::relay_send(link_ctx& lc, relay::message& m) {
     relay::send(lc.link, m);
     ++lc.sent;
-    if (m.settled) relay_presettled(lc, m.id, true);
+    if (m.settled) relay_back(lc, m.id, engine::outcome_kind::accepted);
 }
 
 void amqp_connection::relay_send_held(link_ctx& lc) {
@@ -157,28 +192,29 @@ void amqp_connection::relay_send_held(link_ctx& lc) {
     }
 }
 
-// Tells the owner that a pre-settled message left (`sent`) or goes back to
-// the queue, never sent. An owner from before these answers ignores them
-// (it let the message go when it sent it).
-void amqp_connection::relay_presettled(link_ctx& lc, uint64_t id, bool sent) {
+// Tells the owner that a message the client never settles itself left
+// (accepted: sent pre-settled) or goes back to the queue, never sent
+// (unsent, too_large). An owner from before these answers ignores them (it
+// let a pre-settled message go when it sent it).
+void amqp_connection::relay_back(link_ctx& lc, uint64_t id, engine::outcome_kind outcome) {
     relay::message m;
     m.what = relay::message::kind::disposition;
     m.relay = lc.id;
     m.id = id;
     m.settled = true;
-    m.state = sent ? PN_ACCEPTED : 0;
-    m.unsent = !sent;
+    if (outcome == engine::outcome_kind::accepted) m.state = PN_ACCEPTED;
+    else m.back = static_cast<uint8_t>(outcome);
     relay_out_.add(lc.relay, std::move(m));
 }
 
 // The client ended the link (or its connection): end the twin too; the
 // owner returns what the client held unsettled to the queue, and what the
-// relay held for it here (relay_presettled, before the detach).
+// relay held for it here (relay_back, before the detach).
 void amqp_connection::relay_detach(link_ctx& lc, bool closed) {
     if (lc.closed) return;
     mark_closed(lc);
     lc.producer_share.release();
-    for (const relay::message& held : lc.relay_held) relay_presettled(lc, held.id, false);
+    for (const relay::message& held : lc.relay_held) relay_back(lc, held.id, engine::outcome_kind::unsent);
     lc.relay_held.clear();
     relay::message m;
     m.what = relay::message::kind::detach;
@@ -374,6 +410,12 @@ void amqp_connection::handle(relay::message& m) {
         relay_credit(*lc);
         break;
     case kind::transfer:
+        if (lc->max_out != 0 && m.bytes.size() > lc->max_out) {
+            // Larger than the client takes: back to the owner's queue, for
+            // its other consumers (see send_delivery).
+            relay_back(*lc, m.id, engine::outcome_kind::too_large);
+            break;
+        }
         if (m.settled && (pn_link_credit(l) <= 0 || !lc->relay_held.empty())) {
             lc->relay_held.push_back(std::move(m)); // until the client gives credit
             break;

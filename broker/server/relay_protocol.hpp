@@ -99,7 +99,8 @@ struct message {
                                         // disposition: the number of the transfer it answers
     bool drain = false;                 // flow
     bool settled = false;               // transfer / disposition
-    bool unsent = false;                // disposition: a pre-settled message the client never got
+    uint8_t back = 0;                   // disposition: 0, or why the client never got the message
+                                        // (engine::outcome_kind unsent or too_large)
     bool closed = true;                 // detach
     std::string tag;                    // transfer
     std::string bytes;                  // transfer

@@ -406,6 +406,22 @@ TEST(queue_engine, relayed_presettled_messages_left_at_a_detach) {
     }
 }
 
+// A message larger than a consumer takes comes back from its connection
+// unsent: the consumer keeps its credit and gets the next message, and the
+// large one waits for another consumer.
+TEST(queue_engine, too_large_for_a_consumer_waits_for_another) {
+    engine_fixture f;
+    f.publish(f.producer("q"), {"big", "b"});
+    auto small = f.consumer("q", 1);
+    auto d = f.deliveries();
+    ASSERT_EQ(f.bodies(d), (strings{"big"}));
+    f.settle(small, d[0].seq, outcome_kind::too_large);
+    d = f.deliveries();
+    ASSERT_EQ(f.bodies(d), (strings{"b"})) << "its credit came back";
+    f.settle(small, d[0].seq, outcome_kind::accepted);
+    expect_back_unchanged(f, {"big"});
+}
+
 // A queue that moves away: an at-most-once consumer's connection sends what
 // it was given before it reads the detach, so the queue lets those go
 // rather than send them twice.

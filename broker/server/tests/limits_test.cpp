@@ -2,6 +2,7 @@
 // idle time-out.
 
 #include "broker/server/tests/component_test.hpp"
+#include "broker/server/tests/raw_peer.hpp"
 
 #include <proton/source.hpp>
 #include <proton/source_options.hpp>
@@ -146,6 +147,35 @@ TEST_F(limits, a_presettled_message_the_node_refuses_ends_its_link) {
     EXPECT_EQ(proton::get<proton::binary>(got[0].msg.body()).size(), 100u);
     test_receiver r2 = c->open_receiver("small-amo", receiver_credit(10));
     EXPECT_EQ(bodies(r2.wait_messages(1)), expected_texts(0, 1));
+}
+
+// A consumer that says it takes no message over 1,000 bytes never gets one:
+// the larger message stays for the queue's other consumers, and the rest
+// flow past it. Before, it was sent anyway (and Proton, or the client,
+// would end the link over it, and get it again on the next attach).
+TEST_F(limits, a_consumer_gets_nothing_larger_than_its_max_message_size) {
+    start_broker();
+    auto c = connect();
+    test_sender s = c->open_sender("size-out");
+    ASSERT_TRUE(s.wait_open()) << s.wait_error();
+    s.send(sized_message(100));
+    s.send(sized_message(2000));
+    s.send(sized_message(200));
+    ASSERT_EQ(s.wait_outcomes(3).size(), 3u);
+    raw_peer small(broker().url());
+    pn_link_t* r = small.open_receiver("size-out", 10, /*presettled=*/false, /*top_up=*/true, 1000);
+    ASSERT_TRUE(small.run_until([&] { return small.received_count(r) >= 2; })) << small.error();
+    // Two attach round trips: anything more the node sent has arrived.
+    for (int i = 0; i < 2; ++i) {
+        pn_link_t* probe = small.open_sender("size-out-sync" + std::to_string(i));
+        ASSERT_TRUE(small.run_until([&] { return small.remote_opened(probe); })) << small.error();
+    }
+    EXPECT_EQ(small.received_count(r), 2u);
+    EXPECT_FALSE(small.remote_closed(r));
+    test_receiver big = c->open_receiver("size-out", receiver_credit(10));
+    auto got = big.wait_messages(1);
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(proton::get<proton::binary>(got[0].msg.body()).size(), 2000u);
 }
 
 TEST_F(limits, byte_depth_with_reject_policy) {

@@ -51,10 +51,12 @@ pn_link_t* raw_peer::open_sender(const std::string& address,
     return l;
 }
 
-pn_link_t* raw_peer::open_receiver(const std::string& address, int credit, bool presettled, bool top_up) {
+pn_link_t* raw_peer::open_receiver(const std::string& address, int credit, bool presettled, bool top_up,
+                                   uint64_t max_message_size) {
     pn_link_t* l = pn_receiver(session_, ("raw-receiver-" + address).c_str());
     pn_terminus_set_address(pn_link_source(l), address.c_str());
     if (presettled) pn_link_set_snd_settle_mode(l, PN_SND_SETTLED);
+    if (max_message_size != 0) pn_link_set_max_message_size(l, max_message_size);
     pn_link_open(l);
     pn_link_flow(l, credit);
     window_[l] = top_up ? credit : 0;

@@ -34,7 +34,8 @@ class raw_peer {
                            const std::vector<std::pair<std::string, std::string>>& properties = {});
     // Grants `credit` and keeps it topped up (unless !top_up); a
     // pre-settled one asks for at-most-once delivery.
-    pn_link_t* open_receiver(const std::string& address, int credit, bool presettled = false, bool top_up = true);
+    pn_link_t* open_receiver(const std::string& address, int credit, bool presettled = false, bool top_up = true,
+                             uint64_t max_message_size = 0);
     // Takes back what is left of a receiver's credit (a flow with
     // link-credit 0), as AMQP allows a receiver to at any time.
     void take_credit_back(pn_link_t* receiver);
