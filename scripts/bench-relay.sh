@@ -5,7 +5,8 @@
 # send, receive and pair (200k x 100 B, at-least-once) and latency (one
 # message in flight).
 # B=DIR picks the binaries (default build-release/bin); FRONT_ARGS adds flags
-# to the relaying node (e.g. FRONT_ARGS="--threads 2"), NODE_ARGS to both.
+# to the relaying node (e.g. FRONT_ARGS="--threads 2"), NODE_ARGS to both;
+# PAIR_ARGS adds options to the pair runs (e.g. PAIR_ARGS=--at-most-once).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 B=${B:-$root/build-release/bin}  # build it first: scripts/run.sh builds build-release
@@ -44,8 +45,9 @@ for round in 1 2 3; do
     # The pair run's rate, wharf-bench's own CPU per message (µs) and the
     # share of both cores left idle while it ran (/proc/stat): a run bound by
     # CPU leaves little idle; one bound by waiting between the stages, much.
+    # shellcheck disable=SC2086 # PAIR_ARGS is words
     read -r p bcpu idle < <(python3 - $B/wharf-bench pair --url 127.0.0.1:$port --address $q-pair \
-                             --count 200000 --json --quiet <<'PY'
+                             --count 200000 --json --quiet ${PAIR_ARGS:-} <<'PY'
 import json, resource, subprocess, sys
 def stat():
     v = [int(x) for x in open("/proc/stat").readline().split()[1:]]

@@ -160,6 +160,16 @@ bool plausible_record_at(std::string_view d, size_t p) {
 }
 } // namespace
 
+bool holds_a_zero_page(std::string_view data, size_t from, size_t to) {
+    constexpr size_t page = 4096;
+    to = std::min(to, data.size());
+    for (size_t p = (from + page - 1) / page * page; p + page <= to; p += page) {
+        const std::string_view v = data.substr(p, page);
+        if (std::all_of(v.begin(), v.end(), [](char c) { return c == 0; })) return true;
+    }
+    return false;
+}
+
 size_t find_valid_record(std::string_view data, size_t from) {
     for (size_t p = from; p < data.size() && data.size() - p > record_header_size; ++p) {
         if (!plausible_record_at(data, p)) continue;

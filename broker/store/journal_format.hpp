@@ -96,6 +96,9 @@ read_status read_record(std::string_view data, size_t& pos, record& out);
 // or after `from` where a whole valid record starts (length within `data`,
 // checksum and contents good), or data.size() when there is none.
 size_t find_valid_record(std::string_view data, size_t from);
+// Whether [from, to) holds a whole 4 KiB page of the file (aligned) that is
+// all zeros: what a page of a write that never reached the disk reads as.
+bool holds_a_zero_page(std::string_view data, size_t from, size_t to);
 // How many valid records there are at or after `from`: each run of records
 // found by find_valid_record, read to where it stops.
 size_t count_valid_records(std::string_view data, size_t from);

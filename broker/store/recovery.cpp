@@ -185,10 +185,19 @@ result<std::unique_ptr<journal_store>, std::string> journal_store::open(const jo
                 const std::string what = std::string(st == read_status::torn ? "torn" : "corrupt") +
                                          " record at offset " + std::to_string(at);
                 // In the last segment it is the last write, cut short by a
-                // crash, only if no valid record follows it anywhere: a
-                // bad length or checksum in the middle would otherwise cut
-                // off every record after it.
-                if (const size_t next = find_valid_record(data, at + 1); next < data.size())
+                // crash, if no valid record follows it anywhere: a bad
+                // length or checksum in the middle would otherwise cut off
+                // every record after it. Or if a whole page of zeros lies
+                // between it and the next valid record: a power cut can
+                // leave pages of the last write unwritten (read as zeros)
+                // while later ones of it reached the disk, and none of that
+                // write was synced (a sync covers the whole file, so the
+                // page would have been written too): cutting loses nothing
+                // a producer was told is stored. A flipped bit leaves no
+                // such page.
+                const size_t next = find_valid_record(data, at + 1);
+                const bool unwritten_page = next < data.size() && holds_a_zero_page(data, at, next);
+                if (next < data.size() && !unwritten_page)
                     return fail(damaged(opts.dir, path,
                                         what + " of the last segment, followed by " +
                                             std::to_string(count_valid_records(data, next)) +
@@ -204,9 +213,12 @@ result<std::unique_ptr<journal_store>, std::string> journal_store::open(const jo
                 }
                 if (auto cut = cut_segment(path, at); !cut.empty())
                     return fail("data-dir '" + opts.dir + "': " + cut);
-                report.warnings.push_back(path + ": " + what + "; cut " + std::to_string(skipped) +
-                                          " bytes to the end of the segment (the last write, cut short: no "
-                                          "valid record after it)" + saved);
+                report.warnings.push_back(
+                    path + ": " + what + "; cut " + std::to_string(skipped) +
+                    " bytes to the end of the segment (the last write, cut short: " +
+                    (unwritten_page ? "a page of it never reached the disk, so none of it was synced"
+                                    : "no valid record after it") +
+                    ")" + saved);
                 data.resize(at);
                 break;
             }

@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -172,6 +173,36 @@ TEST(store_recovery_damage, a_torn_tail_is_cut_and_its_bytes_kept_aside) {
     EXPECT_NE(r.warnings[0].find(saved), std::string::npos) << r.warnings[0];
     EXPECT_EQ(read_all(saved), data.substr(offsets[9]));
     EXPECT_EQ(file_size(last), offsets[9]);
+}
+
+// A power cut can leave a page of the last write unwritten (zeros) while a
+// later page of the same write reached the disk. Nothing of that write was
+// synced, so the segment is cut where the damage starts (the bytes kept
+// aside), as for any torn tail, rather than refused.
+TEST(store_recovery_damage, a_page_of_the_last_write_that_never_reached_the_disk_is_cut_like_a_torn_tail) {
+    temp_dir dir;
+    const auto o = filled(dir.path, 200);
+    const std::string last = seg_path(dir.path, 1);
+    const auto offsets = record_offsets(last);
+    ASSERT_EQ(offsets.size(), 200u);
+    std::string data = read_all(last);
+    const size_t page = 4096;
+    const size_t hole = (offsets[100] + page - 1) / page * page; // a whole page, past record 100's start
+    ASSERT_LT(hole + page, offsets[199]);
+    std::fill(data.begin() + static_cast<std::ptrdiff_t>(hole), data.begin() + static_cast<std::ptrdiff_t>(hole + page),
+              '\0');
+    write_all(last, data);
+    // The damage starts at the record the page begins in.
+    const size_t torn = *std::prev(std::upper_bound(offsets.begin(), offsets.end(), hole));
+
+    recovery_report r;
+    auto s = open_ok(o, r);
+    ASSERT_NE(s, nullptr) << "refused to start after a power cut's unwritten page";
+    EXPECT_LT(r.messages, 200u);
+    ASSERT_EQ(r.warnings.size(), 1u);
+    EXPECT_NE(r.warnings[0].find("never reached the disk"), std::string::npos) << r.warnings[0];
+    EXPECT_EQ(file_size(last), torn);
+    EXPECT_EQ(read_all(last + ".torn-" + std::to_string(torn)), data.substr(torn));
 }
 
 TEST(store_recovery_damage, a_zero_filled_tail_is_cut_without_a_copy) {
