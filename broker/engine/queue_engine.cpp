@@ -380,6 +380,13 @@ void queue_engine::handle(cmd_settle& c) {
     consumer& con = *it->second;
     queue& q = *con.q;
     for (const settlement& s : c.settlements) {
+        if (s.outcome == outcome_kind::too_large && con.browse) {
+            // A browser's copy it never got: its credit comes back (the
+            // browser has passed it, and does not see it).
+            if (con.assigned > 0) --con.assigned;
+            touch(&q);
+            continue;
+        }
         queue_entry e;
         if (!con.acquired.take(s.seq, e)) continue;
         switch (s.outcome) {

@@ -182,6 +182,7 @@ class amqp_connection final : public connection_base {
         std::shared_ptr<relay::mailbox> relay;         // the peer connection's inbox
         relay::unsettled_map relay_unsettled;
         std::deque<relay::message> relay_held; // pre-settled from the owner, waiting for credit
+        bool owner_acks = false;      // the owner takes the relay's answers (relay_back)
         uint64_t relay_in = 0;        // transfers from the client (client sends)
         uint64_t relay_limit = 0;     // client sends: transfers the owner allows in all
         credit_budget::share producer_share; // producers, while open: their part of the node's (or the relay's) budget

@@ -206,7 +206,7 @@ void amqp_connection::handle(engine::ev_attached& ev) {
     if (lc->consumer ? lc->relay_link != 0 : !lc->anonymous && records)
         if (const uint32_t n = relay::batch_size(l); n != 0) {
             lc->batch = std::min(n, relay::max_batch);
-            relay::offer_batch(l, lc->batch, 0, !lc->consumer);
+            relay::offer_batch(l, lc->batch, 0, !lc->consumer, lc->consumer && lc->presettled_acks);
             if (lc->consumer) relay_links_[lc->relay_link] = lc->id;
         }
     pn_link_open(l);
@@ -577,11 +577,10 @@ void amqp_connection::send_delivery(link_ctx& lc_ref, engine::ev_deliver& ev) {
     if (lc->max_out != 0 && bytes.size() > lc->max_out) {
         // The client said it takes nothing larger (Proton would end its
         // link, and the message would come again): it stays in the queue
-        // for the queue's other consumers.
-        if (!ev.copy) {
-            mark_dirty(*lc);
-            lc->to_settle.push_back({ev.seq, engine::outcome_kind::too_large});
-        }
+        // for the queue's other consumers (a browser's copy is passed by),
+        // and the link's credit comes back.
+        mark_dirty(*lc);
+        lc->to_settle.push_back({ev.seq, engine::outcome_kind::too_large});
         return;
     }
     char tag[sizeof(uint64_t)];

@@ -311,6 +311,7 @@ void peer_connection::on_remote_open(twin& t) {
             pn_link_open(controls_);
         }
         pn_link_flow(t.link, relay::batch_link_deliveries);
+        m.x().owner_acks = relay::presettled_acks(t.link);
     }
     m.x().source = relay::capture(pn_link_remote_source(t.link));
     m.x().target = relay::capture(pn_link_remote_target(t.link));

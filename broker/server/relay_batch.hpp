@@ -54,16 +54,19 @@
 //   relay keeps it topped up); drain never travels as Proton's drain, which
 //   would move its delivery count by credits that stand for messages.
 // - Pre-settled (at-most-once) messages: the twin's attach also offers
-//   "wharf:relay-presettled" = "acks". The owner then keeps each such
+//   "wharf:relay-presettled" = "acks", and an owner that takes the answers
+//   below echoes it in its attach. The owner then keeps each such
 //   message acquired until the relay answers it with an outcome record:
 //   accepted once it passed the message to its client within the client's
 //   credit, or unsent (engine::outcome_kind::unsent) for one it still held
 //   when the client's link ended, which goes back to the queue as if never
 //   dispatched. Without the offer (an older relay) the owner lets the
-//   message go as it puts it in a batch.
+//   message go as it puts it in a batch; without the echo (an older owner)
+//   the relay passes every message on as it comes and answers none.
 // - A message larger than the client's max-message-size the relay never
-//   sends: it answers it with outcome too_large (engine::outcome_kind), and
-//   the owner keeps it for the queue's other consumers.
+//   sends (if the owner echoed the property): it answers it with outcome
+//   too_large (engine::outcome_kind), and the owner keeps it for the
+//   queue's other consumers.
 // - The relay sends a twin's detach only once the owner has settled every
 //   control delivery sent before it, so a message the client accepted is
 //   never handed back to the queue by the detach.

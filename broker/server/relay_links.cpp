@@ -182,7 +182,7 @@ void amqp_connection::relay_disposition(link_ctx& lc, pn_delivery_t* d) {
 void amqp_connection::relay_send(link_ctx& lc, relay::message& m) {
     relay::send(lc.link, m);
     ++lc.sent;
-    if (m.settled) relay_back(lc, m.id, engine::outcome_kind::accepted);
+    if (m.settled && lc.owner_acks) relay_back(lc, m.id, engine::outcome_kind::accepted);
 }
 
 void amqp_connection::relay_send_held(link_ctx& lc) {
@@ -385,6 +385,7 @@ void amqp_connection::handle(relay::message& m) {
         if (m.more) {
             relay::apply(m.more->source, pn_link_source(l));
             relay::apply(m.more->target, pn_link_target(l));
+            lc->owner_acks = m.more->owner_acks;
         }
         pn_link_open(l);
         lc->attached = true;
@@ -410,13 +411,16 @@ void amqp_connection::handle(relay::message& m) {
         relay_credit(*lc);
         break;
     case kind::transfer:
-        if (lc->max_out != 0 && m.bytes.size() > lc->max_out) {
+        // An owner from before the relay's answers (owner_acks false) let
+        // pre-settled messages go as it sent them and ignores too_large:
+        // pass everything on as it comes, as then.
+        if (lc->owner_acks && lc->max_out != 0 && m.bytes.size() > lc->max_out) {
             // Larger than the client takes: back to the owner's queue, for
             // its other consumers (see send_delivery).
             relay_back(*lc, m.id, engine::outcome_kind::too_large);
             break;
         }
-        if (m.settled && (pn_link_credit(l) <= 0 || !lc->relay_held.empty())) {
+        if (lc->owner_acks && m.settled && (pn_link_credit(l) <= 0 || !lc->relay_held.empty())) {
             lc->relay_held.push_back(std::move(m)); // until the client gives credit
             break;
         }

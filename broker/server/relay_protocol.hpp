@@ -75,6 +75,9 @@ struct details {
     int snd_settle_mode = 0, rcv_settle_mode = 0;
     std::weak_ptr<mailbox> reply;       // attach: where the owner side answers
     condition cond;                     // refused / detach
+    bool owner_acks = false;            // attached (client receives): the owner takes the
+                                        // relay's answers for messages the client never
+                                        // settles itself (relay_batch.hpp, pre-settled)
     state st;                           // disposition: a rejected or modified state
 };
 

@@ -422,6 +422,19 @@ TEST(queue_engine, too_large_for_a_consumer_waits_for_another) {
     expect_back_unchanged(f, {"big"});
 }
 
+// A browser's copy too large for it is passed by, and its credit comes
+// back: with credit 1 it stalled for good on the first such message.
+TEST(queue_engine, too_large_for_a_browser_is_passed_by) {
+    engine_fixture f;
+    f.publish(f.producer("q"), {"big", "b"});
+    auto browser = f.consumer("q", 1, /*browse=*/true);
+    auto d = f.deliveries();
+    ASSERT_EQ(f.bodies(d), (strings{"big"}));
+    f.settle(browser, d[0].seq, outcome_kind::too_large);
+    EXPECT_EQ(f.bodies(f.deliveries()), (strings{"b"})) << "its credit came back";
+    EXPECT_EQ(f.stats("q").depth, 2u);
+}
+
 // A queue that moves away: an at-most-once consumer's connection sends what
 // it was given before it reads the detach, so the queue lets those go
 // rather than send them twice.
