@@ -1,6 +1,8 @@
 """Moving queues between the nodes of a cluster: an operator's move under
 load, a drain, and a node that dies and comes back after its queues got new
 owners. Nothing is lost in any of them."""
+import os
+import subprocess
 import threading
 import time
 
@@ -8,6 +10,7 @@ from proton import ConnectionException, Message, Timeout
 from proton.utils import ConnectionClosed, LinkDetached, SendException
 
 from cluster_util import Cluster, attach, connect, owned_by
+from wharfd_process import WHARFD
 
 import pytest
 
@@ -280,6 +283,14 @@ def test_a_move_whose_target_refuses_a_message_for_good_is_abandoned_and_keeps_e
         assert "message-size-exceeded" in c.wlm_command("status").stdout
         # n1 serves the queue again, and the move no longer blocks others.
         assert attach(n1, queue) == "local"
+        # wharfctl's --wait stops with the reason too, rather than wait out
+        # its deadline (the large messages are still there: abandoned again).
+        started = time.monotonic()
+        out = subprocess.run([os.path.join(os.path.dirname(WHARFD), "wharfctl"), "-b", n1.url, "move", queue,
+                              "n2", "--wait", "30"], capture_output=True, text=True, timeout=60)
+        assert out.returncode == 1, (out.stdout, out.stderr)
+        assert "ended on n1" in out.stderr and "message-size-exceeded" in out.stderr, out.stderr
+        assert time.monotonic() - started < 25, "waited out its deadline"
         ids = drain_all(n1, queue, 6)
         # Each message exactly once (what n2 took came back); the ones that
         # stayed at n1 in their order.

@@ -6,6 +6,7 @@
 #include <proton/codec/vector.hpp>
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -33,6 +34,14 @@ std::string cell(const datum& row, const std::string& key) {
 bool is_true(const datum* d) { return d && std::holds_alternative<bool>(d->v) && std::get<bool>(d->v); }
 
 datum::map object(std::initializer_list<std::pair<std::string, datum>> xs) { return datum::map(xs); }
+
+// An owner entity's epoch (0 if it has none).
+uint64_t epoch_of(const datum& owner) {
+    const std::string e = cell(owner, "epoch");
+    uint64_t n = 0;
+    std::from_chars(e.data(), e.data() + e.size(), n);
+    return n;
+}
 
 std::string owner_state(const datum& owner) {
     if (cell(owner, "nodeState") == "down") return "owner down";
@@ -324,6 +333,13 @@ void ctl_commands::move(const std::string& queue, const std::string& node, std::
             else out_ << "queue '" << queue << "' is on " << node << " (epoch " << cell(now.body, "epoch") << ")\n";
             return;
         }
+        // Active elsewhere in a later epoch than the move's: it was abandoned
+        // (the target refused a message for good) or cancelled, and waiting
+        // longer changes nothing. (An earlier epoch is a node's view from
+        // before the move.)
+        if (cell(now.body, "state") == "active" && epoch_of(now.body) > epoch_of(moved.body))
+            throw refused("the move of queue '" + queue + "' to " + node + " ended on " + cell(now.body, "node") +
+                          ": " + cell(now.body, "reason"));
         if (std::chrono::steady_clock::now() >= deadline)
             throw wait_timeout("queue '" + queue + "' is not on " + node + " after " +
                                seconds_text(wait) + " (owner " +
