@@ -276,6 +276,7 @@ class amqp_connection final : public connection_base {
     void refuse_link(link_ctx& lc, const error& err, const plugins::resolution* redirect);
 
     void detach_link(link_ctx& lc, bool answered = false);
+    bool gather(link_ctx& lc, pn_delivery_t* d, uint64_t max);
     // Ends a producer's link from this side with a condition.
     void end_producer(link_ctx& lc, errc code, const std::string& description);
     // A pre-settled message the node could not take (see link_events.cpp).

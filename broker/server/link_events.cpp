@@ -320,6 +320,26 @@ void amqp_connection::reject_now(pn_delivery_t* d, errc code, const std::string&
     pn_delivery_settle(d);
 }
 
+// Appends what has come of `d` to lc.partial, or, once the whole is larger
+// than `max`, reads and drops it (lc.oversize); true once `d` is whole.
+bool amqp_connection::gather(link_ctx& lc, pn_delivery_t* d, uint64_t max) {
+    const size_t pending = pn_delivery_pending(d);
+    if (!lc.oversize) {
+        const size_t old = lc.partial.size();
+        lc.partial.resize(old + pending);
+        pn_link_recv(lc.link, lc.partial.data() + old, pending);
+        if (lc.partial.size() > max) {
+            lc.oversize = true;
+            lc.partial.clear();
+            lc.partial.shrink_to_fit();
+        }
+    } else {
+        std::string sink(pending, '\0');
+        pn_link_recv(lc.link, sink.data(), pending);
+    }
+    return !pn_delivery_partial(d);
+}
+
 void amqp_connection::on_incoming(link_ctx& lc, pn_delivery_t* d) {
     if (lc.management) return on_management_request(lc, d);
     if (lc.controls) return on_controls(lc, d);
@@ -341,21 +361,7 @@ void amqp_connection::on_incoming(link_ctx& lc, pn_delivery_t* d) {
     size_t total = 0;
     if (pn_delivery_partial(d) || !lc.partial.empty() || lc.oversize) {
         // A multi-frame message: gather it (or, once too large, count and discard).
-        if (!lc.oversize) {
-            const size_t old = lc.partial.size();
-            lc.partial.resize(old + pending);
-            pn_link_recv(l, lc.partial.data() + old, pending);
-            if (lc.partial.size() > max) {
-                lc.oversize = true;
-                scratch_ = std::to_string(lc.partial.size());
-                lc.partial.clear();
-                lc.partial.shrink_to_fit();
-            }
-        } else {
-            std::string sink(pending, '\0');
-            pn_link_recv(l, sink.data(), pending);
-        }
-        if (pn_delivery_partial(d)) return;
+        if (!gather(lc, d, max)) return;
         total = lc.oversize ? max + 1 : lc.partial.size();
         if (!lc.oversize) body = engine::message_ref::copy_of(lc.partial);
         lc.partial.clear();

@@ -113,21 +113,7 @@ void amqp_connection::relay_incoming(link_ctx& lc, pn_delivery_t* d) {
         return;
     }
     const uint64_t max = settings_.max_message_size;
-    const size_t pending = pn_delivery_pending(d);
-    if (!lc.oversize) {
-        const size_t old = lc.partial.size();
-        lc.partial.resize(old + pending);
-        pn_link_recv(l, lc.partial.data() + old, pending);
-        if (lc.partial.size() > max) {
-            lc.oversize = true;
-            lc.partial.clear();
-            lc.partial.shrink_to_fit();
-        }
-    } else {
-        std::string sink(pending, '\0');
-        pn_link_recv(l, sink.data(), pending);
-    }
-    if (pn_delivery_partial(d)) return;
+    if (!gather(lc, d, max)) return;
     pn_link_advance(l);
     if (lc.oversize) {
         // Refused here, as at the owner; like an abort, its credit comes back.
