@@ -69,20 +69,11 @@ std::string check_meta(const std::string& dir, const std::string& meta, const st
 // directory) before the node uses the directory. A directory that already
 // holds segments but no wharf.meta is not adopted: its owner is unknown.
 std::string create_meta(const std::string& dir, const std::string& meta, const std::string& node_id) {
-    DIR* d = ::opendir(dir.c_str());
-    if (!d) return "data-dir '" + dir + "': cannot list it: " + std::strerror(errno);
+    std::vector<std::string> names;
+    if (auto err = list_names(dir, names); !err.empty()) return err;
     std::string segment;
-    for (;;) {
-        errno = 0;
-        dirent* ent = ::readdir(d);
-        if (!ent) {
-            const int e = errno;
-            ::closedir(d);
-            if (e != 0) return "data-dir '" + dir + "': cannot list it: " + std::strerror(e);
-            break;
-        }
-        if (segment.empty() && looks_like_segment(ent->d_name)) segment = ent->d_name;
-    }
+    for (const std::string& name : names)
+        if (segment.empty() && looks_like_segment(name)) segment = name;
     if (!segment.empty())
         return "data-dir '" + dir + "' holds journal segments (" + dir + "/" + segment +
                ") but no wharf.meta, so whose they are is unknown. Refusing to start as node '" + node_id +

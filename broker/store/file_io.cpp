@@ -1,6 +1,7 @@
 #include "broker/store/file_io.hpp"
 
 #include <cerrno>
+#include <dirent.h>
 #include <cstring>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -65,6 +66,22 @@ std::string read_regular_file(const std::string& path, std::string& out, uint64_
     ::close(fd);
     if (!err.empty()) out.clear();
     return err;
+}
+
+std::string list_names(const std::string& dir, std::vector<std::string>& out) {
+    DIR* d = ::opendir(dir.c_str());
+    if (!d) return "data-dir '" + dir + "': cannot list it: " + std::strerror(errno);
+    for (;;) {
+        errno = 0;
+        const dirent* ent = ::readdir(d);
+        if (!ent) {
+            const int e = errno;
+            ::closedir(d);
+            if (e != 0) return "data-dir '" + dir + "': cannot list it: " + std::strerror(e);
+            return "";
+        }
+        out.emplace_back(ent->d_name);
+    }
 }
 
 } // namespace wharf::store

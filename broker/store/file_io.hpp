@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace wharf::store {
 
@@ -14,5 +15,10 @@ namespace wharf::store {
 // fails, or it ends before its size (each naming the offset).
 // A file over `max_bytes` is refused before anything is allocated for it.
 std::string read_regular_file(const std::string& path, std::string& out, uint64_t max_bytes);
+
+// The names in directory `dir` (with "." and ".."), into `out`. Returns ""
+// when done, else what went wrong ("data-dir 'DIR': cannot list it: ..."):
+// a listing cut short would look like a directory with fewer files.
+std::string list_names(const std::string& dir, std::vector<std::string>& out);
 
 } // namespace wharf::store

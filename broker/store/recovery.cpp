@@ -103,22 +103,12 @@ result<std::unique_ptr<journal_store>, std::string> journal_store::open(const jo
     // A listing cut short would look like a directory with fewer (or no)
     // segments: the node would start without their messages.
     std::vector<uint32_t> numbers;
-    DIR* d = ::opendir(opts.dir.c_str());
-    if (!d) return fail("data-dir '" + opts.dir + "': cannot list it: " + std::strerror(errno));
-    for (;;) {
-        errno = 0;
-        dirent* ent = ::readdir(d);
-        if (!ent) {
-            const int e = errno;
-            ::closedir(d);
-            if (e != 0) return fail("data-dir '" + opts.dir + "': cannot list it: " + std::strerror(e));
-            break;
-        }
-        if (uint32_t n = segment_number(ent->d_name)) {
+    std::vector<std::string> names;
+    if (auto err = list_names(opts.dir, names); !err.empty()) return fail(err);
+    for (const std::string& name : names) {
+        if (uint32_t n = segment_number(name)) {
             numbers.push_back(n);
-        } else if (looks_like_segment(ent->d_name)) {
-            const std::string name = ent->d_name;
-            ::closedir(d);
+        } else if (looks_like_segment(name)) {
             return fail("data-dir '" + opts.dir + "': " + opts.dir + "/" + name +
                         " looks like a journal segment, but its name is not one (journal-NNNNNNNN.log, "
                         "at least 8 digits, 1 to 4294967295). Refusing to start: rename or move it");
