@@ -395,6 +395,7 @@ void queue_engine::handle(cmd_settle& c) {
             break;
         case outcome_kind::rejected:
             q.forget(e);
+            e.redelivered = true; // acquired once: first-acquirer is false from now on
             dead_letter(q, std::move(e));
             touch(&q);
             break;

@@ -177,7 +177,10 @@ TEST(queue_engine, rejected_goes_to_dead_letter_queue) {
     EXPECT_EQ(f.stats("DLQ").depth, 1u);
     EXPECT_EQ(f.stats("q").counters.dead_lettered, 1u);
     f.consumer("DLQ", 1);
-    EXPECT_EQ(f.bodies(f.deliveries()), (strings{"bad"}));
+    auto dead = f.deliveries();
+    EXPECT_EQ(f.bodies(dead), (strings{"bad"}));
+    ASSERT_EQ(dead.size(), 1u);
+    EXPECT_TRUE(dead[0].redelivered) << "first-acquirer must be false: the rejecting link acquired it";
 }
 
 TEST(queue_engine, per_queue_dead_letter_queue_and_drop) {
