@@ -1,5 +1,5 @@
-// amqp_connection: link attach/detach, producer transfers, consumer
-// dispositions, and the engine's answers to them.
+// amqp_connection: link attach/detach, producer transfers, and the
+// engine's answers to them (the consumer side is in consumer_links.cpp).
 
 #include "broker/amqp/message_codec.hpp"
 #include "broker/management/management_service.hpp"
@@ -545,101 +545,6 @@ void amqp_connection::handle(engine::ev_detach& ev) {
     if (ev.redirect)
         put_redirect_info(pn_link_condition(lc->link), ev.redirect->host, ev.redirect->port, lc->address);
     pn_link_close(lc->link);
-}
-
-// ---- consumers -----------------------------------------------------------
-
-void amqp_connection::handle(engine::ev_deliver& ev) {
-    link_ctx* lc = find(ev.link);
-    if (lc == nullptr || lc->closed || lc->link == nullptr) return; // released on detach
-    if (lc->batch != 0) return batch_deliver(*lc, ev);
-    pn_link_t* l = lc->link;
-    if (pn_link_credit(l) <= 0 || !lc->held.empty()) {
-        if (ev.copy) {
-            // A browser's copy (nothing to return): keep it until the
-            // client gives credit again.
-            lc->held.push_back(std::move(ev));
-        } else {
-            // Back to the queue, which sends it again once there is credit.
-            mark_dirty(*lc);
-            lc->unsent.push_back(ev.seq);
-        }
-        return;
-    }
-    send_delivery(*lc, ev);
-}
-
-void amqp_connection::send_held(link_ctx& lc) {
-    while (!lc.held.empty() && lc.link != nullptr && pn_link_credit(lc.link) > 0) {
-        send_delivery(lc, lc.held.front());
-        lc.held.pop_front();
-    }
-}
-
-void amqp_connection::send_delivery(link_ctx& lc_ref, engine::ev_deliver& ev) {
-    link_ctx* lc = &lc_ref;
-    pn_link_t* l = lc->link;
-    const std::string_view bytes = wire_bytes(ev);
-    if (lc->max_out != 0 && bytes.size() > lc->max_out) {
-        // The client said it takes nothing larger (Proton would end its
-        // link, and the message would come again): it stays in the queue
-        // for the queue's other consumers (a browser's copy is passed by),
-        // and the link's credit comes back.
-        mark_dirty(*lc);
-        lc->to_settle.push_back({ev.seq, engine::outcome_kind::too_large});
-        return;
-    }
-    char tag[sizeof(uint64_t)];
-    const uint64_t t = lc->next_tag++;
-    std::memcpy(tag, &t, sizeof t);
-    pn_delivery_t* d = pn_delivery(l, pn_dtag(tag, sizeof tag));
-    pn_link_send(l, bytes.data(), bytes.size());
-    pn_link_advance(l);
-    ++lc->sent;
-    if (!ev.settle_on_send) {
-        pn_delivery_set_context(d, reinterpret_cast<void*>(static_cast<uintptr_t>(ev.seq)));
-        return;
-    }
-    pn_delivery_settle(d);
-    if (!ev.copy) settle_sent(*lc, ev.seq); // at-most-once: gone from the queue now
-}
-
-// A message sent pre-settled leaves the queue (the engine held it until now).
-void amqp_connection::settle_sent(link_ctx& lc, uint64_t seq) {
-    mark_dirty(lc);
-    lc.to_settle.push_back({seq, engine::outcome_kind::accepted});
-}
-
-std::string_view amqp_connection::wire_bytes(const engine::ev_deliver& ev) {
-    std::string_view bytes = ev.body.bytes();
-    if (!ev.redelivered) return bytes;
-    auto info = amqp::scan_message(bytes);
-    if (!info) return bytes;
-    amqp::header_fields h = info->header;
-    h.delivery_count = ev.delivery_count;
-    h.first_acquirer = false;
-    scratch_ = amqp::with_header(bytes, *info, h);
-    return scratch_;
-}
-
-void amqp_connection::handle(engine::ev_drained& ev) {
-    link_ctx* lc = find(ev.link);
-    if (lc == nullptr || lc->closed || lc->link == nullptr) return;
-    if (lc->batch != 0) return batch_drained(*lc);
-    pn_link_drained(lc->link);
-}
-
-void amqp_connection::on_disposition(link_ctx& lc, pn_delivery_t* d) {
-    auto seq = reinterpret_cast<uintptr_t>(pn_delivery_get_context(d));
-    if (seq == 0) return; // pre-settled: nothing to settle
-    pn_disposition_t* disp = pn_delivery_remote(d);
-    const auto outcome = relay::outcome_for(pn_delivery_remote_state(d), pn_disposition_is_failed(disp),
-                                            pn_disposition_is_undeliverable(disp), pn_delivery_settled(d));
-    if (!outcome) return; // no terminal outcome yet (or received)
-    mark_dirty(lc);
-    lc.to_settle.push_back({seq, *outcome});
-    pn_delivery_set_context(d, nullptr);
-    pn_delivery_settle(d);
 }
 
 } // namespace wharf::server
