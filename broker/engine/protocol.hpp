@@ -116,7 +116,10 @@ struct cmd_detach {
 struct cmd_tick {};
 
 // Ends every client link attached to one of these queues (ownership lost or
-// moved); internal links stay.
+// moved); internal links stay. A consumer holding unsettled messages leaves
+// dispatch at once but stays until its connection's cmd_detach, which tells
+// what the client got: the rest goes back to the queue as never sent (and
+// the queue cannot be handed over before).
 struct cmd_detach_queues {
     std::vector<std::string> queues;
     error err;
@@ -195,6 +198,10 @@ struct ev_detach {
     link_id link;
     error err;
     std::optional<redirect_to> redirect;
+    // The engine keeps the link's unsettled messages until the connection's
+    // cmd_detach says which reached the client (a queue move; see
+    // cmd_detach_queues).
+    bool report = false;
 };
 
 using event = std::variant<ev_attached, ev_deliver, ev_drained, ev_published, ev_flow_control,

@@ -88,6 +88,9 @@ struct consumer {
     bool settle_on_send = false;
     uint64_t browse_cursor = 0;   // browse: highest seq already shown
     acquired_list acquired;       // sent, not yet settled
+    // Its queue moved (cmd_detach_queues): out of dispatch, it waits for the
+    // connection's cmd_detach to learn which of `acquired` the client got.
+    bool leaving = false;
 
     uint64_t credit() const { return limit > assigned ? limit - assigned : 0; }
 };

@@ -368,7 +368,7 @@ void queue_engine::handle(cmd_attach_producer& c) {
 
 void queue_engine::handle(cmd_credit& c) {
     auto it = consumers_.find(c.link);
-    if (it == consumers_.end()) return;
+    if (it == consumers_.end() || it->second->leaving) return;
     it->second->limit = c.limit;
     it->second->drain = c.drain;
     touch(it->second->q);
@@ -477,27 +477,22 @@ void queue_engine::handle(cmd_detach_queues& c) {
         queue* q = qi->second.get();
         for (auto it = consumers_.begin(); it != consumers_.end();) {
             consumer& con = *it->second;
-            if (con.q != q || is_internal(con.id)) {
+            if (con.q != q || is_internal(con.id) || con.leaving) {
                 ++it;
                 continue;
             }
-            // What the client held unsettled goes back, as on any detach.
-            // The engine cannot tell which of them reached the client (the
-            // connection knows, and its link is going): count each as seen,
-            // so delivery-count and max-delivery-count stay true. A
-            // pre-settled consumer's are counted as sent: the connection
-            // sends them before it reads the detach staged below (unless
-            // the client gave no credit), and at-most-once never sends twice.
-            for (auto& e : con.acquired.take_all()) {
-                if (con.settle_on_send) {
-                    acknowledge(*q, e);
-                    continue;
-                }
-                e.count_delivery();
-                e.redelivered = true;
-                return_entry(*q, std::move(e));
-            }
             q->remove_consumer(&con);
+            if (!con.acquired.empty()) {
+                // Only the connection knows which of these reached the
+                // client (at-most-once: which it wrote; the others must
+                // come back, not be counted as sent). It answers after
+                // every delivery staged before this detach, then detaches
+                // (cmd_detach); the queue keeps them until then.
+                con.leaving = true;
+                stage(con.out_owner, ev_detach{con.id, c.err, c.redirect, true});
+                ++it;
+                continue;
+            }
             stage(con.out_owner, ev_detach{con.id, c.err, c.redirect});
             it = consumers_.erase(it);
         }

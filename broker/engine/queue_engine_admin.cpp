@@ -16,7 +16,7 @@ std::vector<queue_stats> queue_engine::stats() {
     post(cmd_run{std::make_shared<std::function<void()>>([this, done] {
         std::unordered_map<const queue*, uint64_t> client_links, producers;
         for (const auto& [id, c] : consumers_)
-            if (!is_internal(id)) ++client_links[c->q];
+            if (!is_internal(id) && !c->leaving) ++client_links[c->q];
         for (const auto& [id, p] : producers_)
             if (p.q != nullptr) {
                 ++client_links[p.q];

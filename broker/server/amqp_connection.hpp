@@ -174,6 +174,7 @@ class amqp_connection final : public connection_base {
         // filled (nullptr: none) with how much it holds.
         uint64_t relay_link = 0;
         bool presettled_acks = false; // the relay settles pre-settled messages once it sent them
+        bool answers_due = false;     // ended here (a queue move): its cmd_detach waits for the relay's detach
         pn_delivery_t* out = nullptr;
         uint32_t out_count = 0;
         size_t out_bytes = 0;
@@ -257,6 +258,7 @@ class amqp_connection final : public connection_base {
     void relay_send(link_ctx& lc, relay::message& m);
     void relay_send_held(link_ctx& lc);
     void relay_back(link_ctx& lc, uint64_t id, engine::outcome_kind outcome);
+    void relay_bye(link_ctx& lc, bool closed, relay::condition cond);
     void send_delivery(link_ctx& lc, engine::ev_deliver& ev);
     void resolve(link_ctx& lc, size_t resolver);
     // Where an anonymous-relay message goes.

@@ -288,8 +288,10 @@ void amqp_connection::on_link_close(pn_link_t* l, bool closed) {
     link_ctx* lc = ctx_of(l);
     if (lc != nullptr && !lc->closed && lc->relayed) relay_detach(*lc, closed);
     if (lc != nullptr && !lc->closed) detach_link(*lc, true);
-    if (closed) pn_link_close(l);
-    else pn_link_detach(l);
+    if ((pn_link_state(l) & PN_LOCAL_CLOSED) == 0) { // (not when this end began)
+        if (closed) pn_link_close(l);
+        else pn_link_detach(l);
+    }
     // Both ends have detached now (whoever began), so nothing more happens
     // on the link: free it. Proton keeps every link of a session until it is
     // freed, and finds an attach's link by name among all of them, so a
@@ -537,14 +539,26 @@ void amqp_connection::handle(engine::ev_flow_control& ev) {
     if (!ev.blocked) top_up_credit(*lc);
 }
 
+// The engine ended the link (its queue moved or went). With `report`, the
+// engine keeps what the link holds unsettled until this connection's
+// cmd_detach says what the client got. Every delivery the engine staged
+// before this event has been written or answered `unsent` by now, so the
+// detach goes at once; unless the link is a relay's batch link for an
+// at-most-once consumer, whose relay answers for what it passed on (and
+// returns what it held for want of credit) before its own detach: the
+// cmd_detach then waits for that detach (on_link_close), or for the
+// connection's end (forget_link: unanswered counts as sent).
 void amqp_connection::handle(engine::ev_detach& ev) {
     link_ctx* lc = find(ev.link);
-    if (lc == nullptr || lc->closed || lc->link == nullptr) return;
-    mark_closed(*lc);
-    set_condition(pn_link_condition(lc->link), ev.err.code, ev.err.description);
-    if (ev.redirect)
-        put_redirect_info(pn_link_condition(lc->link), ev.redirect->host, ev.redirect->port, lc->address);
-    pn_link_close(lc->link);
+    if (lc == nullptr || lc->closed || lc->link == nullptr || lc->answers_due) return;
+    pn_link_t* l = lc->link;
+    if (lc->out != nullptr) end_out_batch(*lc); // its messages go before the detach
+    if (ev.report && lc->presettled_acks && lc->batch != 0) lc->answers_due = true;
+    else if (ev.report) detach_link(*lc, true);
+    else mark_closed(*lc);
+    set_condition(pn_link_condition(l), ev.err.code, ev.err.description);
+    if (ev.redirect) put_redirect_info(pn_link_condition(l), ev.redirect->host, ev.redirect->port, lc->address);
+    pn_link_close(l);
 }
 
 } // namespace wharf::server

@@ -238,6 +238,14 @@ void peer_connection::detach_twin(twin& t, const relay::message& m) {
     // Proton writes a sender's detach only after its deliveries.
     if (t.client_sends && !t.pending.empty()) send_batches(t);
     if (m.cond()) relay::apply(*m.cond(), pn_link_condition(l));
+    if (t.remote_ended) { // the owner ended it first, and waited for this
+        pn_link_set_context(l, nullptr);
+        if (t.remote_closed) pn_link_close(l);
+        else pn_link_detach(l);
+        free_link(l);
+        twins_.erase(t.relay); // t is gone
+        return;
+    }
     pn_link_set_context(l, &ended_here); // freed when the owner answers
     if (m.closed) pn_link_close(l);
     else pn_link_detach(l);
@@ -311,7 +319,7 @@ void peer_connection::on_remote_open(twin& t) {
             pn_link_open(controls_);
         }
         pn_link_flow(t.link, relay::batch_link_deliveries);
-        m.x().owner_acks = relay::presettled_acks(t.link);
+        m.x().owner_acks = t.owner_acks = relay::presettled_acks(t.link);
     }
     m.x().source = relay::capture(pn_link_remote_source(t.link));
     m.x().target = relay::capture(pn_link_remote_target(t.link));
@@ -326,6 +334,14 @@ void peer_connection::on_remote_close(twin& t, bool closed) {
     m.x().cond = relay::capture(pn_link_remote_condition(t.link));
     m.closed = closed;
     tell(t, std::move(m));
+    if (t.owner_acks && !t.reply.expired()) {
+        // The client's side answers for what it holds of the owner's
+        // pre-settled messages (unsent: they go back to the queue), then
+        // detaches; the owner reads the answers before this end's detach.
+        t.remote_ended = true;
+        t.remote_closed = closed;
+        return;
+    }
     pn_link_t* l = t.link;
     pn_link_set_context(l, nullptr);
     if (closed) pn_link_close(l);

@@ -48,6 +48,13 @@ class peer_connection final : public connection_base {
         bool client_sends = false;
         bool opened = false;          // told the client side
         bool drain_asked = false;
+        // Client receives, from an owner that takes the relay's answers
+        // for pre-settled messages: the owner ended the link first (a queue
+        // move), and waits for the answers the client's side gives before
+        // its detach (see on_remote_close).
+        bool owner_acks = false;
+        bool remote_ended = false;
+        bool remote_closed = false;
         uint64_t transfers = 0;       // received from the owner, or sent to it
         uint64_t told_limit = 0;      // client sends: the owner's limit the client side has
         uint64_t next_id = 0;         // numbers the owner's transfers (client receives)

@@ -200,25 +200,35 @@ void amqp_connection::relay_detach(link_ctx& lc, bool closed) {
     if (lc.closed) return;
     mark_closed(lc);
     lc.producer_share.release();
+    relay_bye(lc, closed, lc.link != nullptr ? relay::capture(pn_link_remote_condition(lc.link)) : relay::condition{});
+    lc.relay_unsettled.clear();
+}
+
+// This side's detach to the twin, after answering for what it held for the
+// client: never sent, back to the owner's queue.
+void amqp_connection::relay_bye(link_ctx& lc, bool closed, relay::condition cond) {
     for (const relay::message& held : lc.relay_held) relay_back(lc, held.id, engine::outcome_kind::unsent);
     lc.relay_held.clear();
     relay::message m;
     m.what = relay::message::kind::detach;
     m.relay = lc.id;
     m.closed = closed;
-    if (lc.link != nullptr) m.x().cond = relay::capture(pn_link_remote_condition(lc.link));
+    if (cond.set()) m.x().cond = std::move(cond);
     relay_out_.add(lc.relay, std::move(m));
-    lc.relay_unsettled.clear();
 }
 
 // The twin ended: end the client's link with the owner's condition. What the
 // producer sent that the owner never settled is settled modified
-// (delivery-failed) so that the client sends it again.
+// (delivery-failed) so that the client sends it again. An owner that takes
+// the relay's answers hears that what waited here for the client's credit
+// was never sent, then this side's detach, which the twin waits for (see
+// peer_connection::on_remote_close).
 void amqp_connection::relay_ended(link_ctx& lc, const relay::condition& cond, bool closed) {
     if (lc.closed || lc.link == nullptr) return;
     mark_closed(lc);
     lc.producer_share.release();
-    lc.relay_held.clear(); // the owner let them go with its detach (at-most-once)
+    if (lc.owner_acks) relay_bye(lc, closed, {});
+    lc.relay_held.clear();
     for (auto& [id, d] : lc.relay_unsettled) { // (a producer's: consumers keep no map)
         pn_disposition_set_failed(pn_delivery_local(d), true);
         pn_delivery_update(d, PN_MODIFIED);

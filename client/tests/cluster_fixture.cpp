@@ -48,9 +48,7 @@ two_node_cluster::two_node_cluster(cluster_options o) {
         for (size_t i = 0; i < o.rules.size(); ++i) config += (i ? ", \"" : "\"") + o.rules[i] + "\"";
         config += "]\n";
     }
-    // Redirect mode: these tests are about following redirects (relay mode,
-    // the default, would serve every link at n1 itself).
-    config += "lease-ttl = 1\npoll-interval = 0.05\nmode = \"redirect\"\n";
+    config += "lease-ttl = 1\npoll-interval = 0.05\nmode = \"" + o.mode + "\"\n";
 
     // n2 first: n1 then finds it a member when it starts.
     for (int node : {2, 1}) {

@@ -27,6 +27,9 @@ struct cluster_options {
     std::vector<std::string> rules{"* -> node:n2"};
     // n2 advertises a port where nothing listens (its redirects lead nowhere).
     bool n2_unreachable = false;
+    // [plugin.wlm] mode: these tests are about following redirects (relay
+    // mode would serve every link at the node the client reached).
+    std::string mode = "redirect";
 };
 
 // Nodes n1 and n2 with the wlm plugin, lease-ttl 1 s, poll-interval 0.05 s.

@@ -8,15 +8,20 @@
 #include "client/tests/cluster_fixture.hpp"
 #include "client/tests/test_app.hpp"
 
+#include "broker/server/tests/raw_peer.hpp"
 #include "broker/server/tests/test_client.hpp"
 
 #include <gtest/gtest.h>
 
+#include <proton/condition.h>
+#include <proton/link.h>
+#include <proton/message.hpp>
 #include <proton/receiver_options.hpp>
 
 #include <algorithm>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace wharf::client::test {
@@ -95,6 +100,79 @@ TEST(redirect_client_move, links_follow_a_queue_that_moves) {
     for (const auto& m : numbered(0, 10)) EXPECT_TRUE(distinct.count(m)) << m << " missing";
     // Still one connection per node: n2's was reused for the move.
     EXPECT_EQ(app.client().connections().size(), 2u);
+}
+
+// An at-most-once consumer attached through a relay (client at n2, queue at
+// n1) took its credit back: what n1 had already passed on waits at n2 for
+// credit that never comes. When the queue moves, those messages go back to
+// the queue and move with it; before, n1 counted them as sent when it
+// detached the link, and they were lost. Nothing the client got comes again.
+TEST(relay_move, presettled_messages_waiting_at_the_relay_move_with_the_queue) {
+    cluster_options o;
+    o.rules = {"* -> node:n1"};
+    o.mode = "relay";
+    two_node_cluster cluster(o);
+    ASSERT_TRUE(cluster.ok());
+    const std::string queue = "amo-moving";
+    constexpr int n = 20000, chunk = 100;
+
+    server::test::raw_peer client(cluster.url(2));
+    pn_link_t* r = client.open_receiver(queue, 2 * n, /*presettled=*/true, /*top_up=*/false);
+    ASSERT_TRUE(client.run_until([&] { return client.remote_opened(r); })) << client.error();
+    server::test::test_client producer(cluster.url(1));
+    ASSERT_TRUE(producer.wait_open());
+    auto s = producer.open_sender(queue);
+    ASSERT_TRUE(s.wait_open());
+    // Paced (a chunk, then its outcomes), so that n1 is still passing
+    // messages on when n2 reads the client's flow: what n1 sent before it
+    // heard of that waits at n2. (Sent all at once, every message was in
+    // the socket to the client before the flow went out.)
+    size_t accepted = 0;
+    std::thread paced([&] {
+        for (int i = 0; i < n; i += chunk) {
+            for (const auto& body : numbered(i, i + chunk)) s.send(server::test::text_message(body));
+            const auto outcomes = s.wait_outcomes(static_cast<size_t>(i + chunk));
+            if (outcomes.size() < static_cast<size_t>(i + chunk)) return;
+            accepted = outcomes.size();
+        }
+    });
+    const bool some = client.run_until([&] { return client.received_count(r) >= 20; });
+    client.take_credit_back(r);
+    // The flow goes out now, and n2 has read it by the time it answers this
+    // relayed attach.
+    pn_link_t* probe = client.open_sender(queue + "-sync");
+    const bool synced = client.run_until([&] { return client.remote_opened(probe); });
+    paced.join();
+    ASSERT_TRUE(some && synced) << client.error();
+    ASSERT_EQ(accepted, static_cast<size_t>(n));
+    s.close();
+
+    std::string out;
+    const auto code = run_tool({WHARF_WLM_PATH, "--metadata", cluster.metadata(), "move", queue, "n2", "--wait", "30"},
+                               std::chrono::seconds(40), &out);
+    ASSERT_EQ(code, std::optional<int>(0)) << out;
+    ASSERT_TRUE(client.run_until([&] { return client.remote_closed(r); })) << client.error();
+    EXPECT_STREQ(pn_condition_get_name(pn_link_remote_condition(r)), "amqp:link:redirect");
+
+    std::vector<std::string> got;
+    for (const std::string& bytes : client.take_received(r)) {
+        proton::message m;
+        m.decode(std::vector<char>(bytes.begin(), bytes.end()));
+        got.push_back(proton::get<std::string>(m.body()));
+    }
+    const size_t first = got.size();
+    ASSERT_LT(first, static_cast<size_t>(n)) << "every message reached the client before its flow";
+    server::test::test_client at_new_owner(cluster.url(2));
+    ASSERT_TRUE(at_new_owner.wait_open());
+    auto rest = at_new_owner.open_receiver(queue, server::test::receiver_credit(n));
+    for (const auto& m : rest.wait_messages(static_cast<size_t>(n) - first))
+        got.push_back(proton::get<std::string>(m.msg.body()));
+    rest.close();
+    EXPECT_EQ(got.size(), static_cast<size_t>(n)) << first << " reached the first consumer";
+    auto want = numbered(0, n);
+    std::sort(got.begin(), got.end());
+    std::sort(want.begin(), want.end());
+    EXPECT_EQ(got, want) << "each message once, none lost";
 }
 
 } // namespace

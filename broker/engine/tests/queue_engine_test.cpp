@@ -263,24 +263,47 @@ TEST(queue_engine, detach_returns_unsettled_with_count) {
     EXPECT_EQ(again[1].delivery_count, 0u);
 }
 
-// A queue that moves away (or loses its owner) ends its links: what a
-// consumer held comes back as on a detach, counted as seen.
+// A queue that moves away (or loses its owner) ends its links. A consumer
+// that holds messages leaves dispatch but keeps them until its connection
+// detaches, saying which the client got: those come back counted as seen,
+// the rest as never sent.
 TEST(queue_engine, queue_detach_returns_unsettled_with_count) {
     engine_fixture f;
     auto p = f.producer("q");
-    f.publish(p, {"a", "b"});
-    auto c = f.consumer("q", 2);
+    f.publish(p, {"a", "b", "c"});
+    auto c = f.consumer("q", 3);
     auto d = f.deliveries();
-    ASSERT_EQ(d.size(), 2u);
+    ASSERT_EQ(d.size(), 3u);
     f.settle(c, d[0].seq, outcome_kind::accepted);
     f.engine->post(cmd_detach_queues{{"q"}, {errc::redirect, "moved"}, std::nullopt});
-    auto ended = f.out->take<ev_detach>();
-    ASSERT_GE(ended.size(), 1u);
-    f.consumer("q", 10);
+    auto ended = f.out->take<ev_detach>(); // the producer's and the consumer's
+    std::erase_if(ended, [&](const ev_detach& e) { return e.link != c; });
+    ASSERT_EQ(ended.size(), 1u);
+    EXPECT_TRUE(ended[0].report) << "the engine waits for the connection's detach";
+    EXPECT_EQ(f.stats("q").depth, 2u);
+    EXPECT_EQ(f.stats("q").client_links, 0u) << "it no longer counts as the queue's link";
+    f.engine->post(cmd_credit{c, 10, false});
+    auto other = f.consumer("q", 10);
+    EXPECT_TRUE(f.deliveries().empty()) << "b and c stay with the leaving consumer";
+    f.engine->post(cmd_detach{c, {d[1].seq}}); // the client got b, never c
     auto again = f.deliveries();
-    ASSERT_EQ(f.bodies(again), (strings{"b"}));
+    ASSERT_EQ(f.bodies(again), (strings{"b", "c"}));
     EXPECT_EQ(again[0].delivery_count, 1u);
     EXPECT_TRUE(again[0].redelivered) << "first-acquirer is false now";
+    EXPECT_EQ(again[1].delivery_count, 0u);
+    EXPECT_FALSE(again[1].redelivered);
+    f.settle(other, again[0].seq, outcome_kind::accepted);
+}
+
+// A consumer that holds nothing ends at once, waiting for no answer.
+TEST(queue_engine, queue_detach_of_an_idle_consumer_needs_no_answer) {
+    engine_fixture f;
+    f.consumer("q", 3);
+    f.engine->post(cmd_detach_queues{{"q"}, {errc::redirect, "moved"}, std::nullopt});
+    auto ended = f.out->take<ev_detach>();
+    ASSERT_EQ(ended.size(), 1u);
+    EXPECT_FALSE(ended[0].report);
+    EXPECT_EQ(ended[0].err.code, errc::redirect);
 }
 
 // n messages "m0".."m<n-1>" on queue q, all taken by one consumer with `credit`.

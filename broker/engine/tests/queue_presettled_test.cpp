@@ -107,15 +107,26 @@ TEST(queue_engine, too_large_for_a_browser_is_passed_by) {
     EXPECT_EQ(f.stats("q").depth, 2u);
 }
 
-// A queue that moves away: an at-most-once consumer's connection sends what
-// it was given before it reads the detach, so the queue lets those go
-// rather than send them twice.
-TEST(queue_engine, queue_detach_lets_presettled_messages_go) {
+// A queue that moves away: an at-most-once consumer's messages stay until
+// its connection has answered for each (sent, or unsent for want of
+// credit) and detached; what it did not send goes back unchanged, and
+// nothing comes back that it sent.
+TEST(queue_engine, queue_detach_waits_for_presettled_answers) {
     engine_fixture f;
-    ASSERT_EQ(presettled_deliveries(f, {"a", "b"}, 1).second.size(), 1u);
+    auto [c, d] = presettled_deliveries(f, {"a", "b", "c"}, 2);
+    ASSERT_EQ(d.size(), 2u);
     f.engine->post(cmd_detach_queues{{"q"}, {errc::redirect, "moved"}, std::nullopt});
-    EXPECT_EQ(f.stats("q").depth, 1u);
-    expect_back_unchanged(f, {"b"});
+    auto ended = f.out->take<ev_detach>(); // the producer's and the consumer's
+    std::erase_if(ended, [&](const ev_detach& e) { return e.link != c; });
+    ASSERT_EQ(ended.size(), 1u);
+    EXPECT_TRUE(ended[0].report);
+    EXPECT_EQ(f.stats("q").depth, 3u) << "a and b wait for the connection's answers";
+    f.settle(c, d[0].seq, outcome_kind::accepted);
+    f.engine->post(cmd_settle{c, {{d[1].seq, outcome_kind::unsent}}, /*limit=*/1});
+    EXPECT_TRUE(f.deliveries().empty()) << "the leaving consumer gets nothing more";
+    f.engine->post(cmd_detach{c, {}});
+    EXPECT_EQ(f.stats("q").depth, 2u);
+    expect_back_unchanged(f, {"b", "c"});
 }
 
 } // namespace
