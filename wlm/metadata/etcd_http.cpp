@@ -165,6 +165,10 @@ struct etcd_http_stream::impl {
     std::mutex mu;
     asio::io_context* ioc = nullptr; // the run() in progress
     bool cancelled = false;
+    // interrupt() of the run() in progress. A flag as well as io.stop():
+    // between two steps the io_context is not running, and the next step's
+    // restart() would forget the stop.
+    bool interrupted = false;
 
     // run_op, except that cancel() ends it: false then.
     template <class Start> bool step(asio::io_context& io, beast::error_code& ec, Start&& start) {
@@ -175,7 +179,7 @@ struct etcd_http_stream::impl {
         });
         {
             std::lock_guard l(mu);
-            if (cancelled) return false;
+            if (cancelled || interrupted) return false;
             io.restart();
         }
         io.run();
@@ -194,7 +198,9 @@ void etcd_http_stream::cancel() {
 
 void etcd_http_stream::interrupt() {
     std::lock_guard l(impl_->mu);
-    if (impl_->ioc) impl_->ioc->stop();
+    if (!impl_->ioc) return; // between runs: the next one is on another member
+    impl_->interrupted = true;
+    impl_->ioc->stop();
 }
 
 std::string etcd_http_stream::run(const etcd_endpoint& ep, std::string_view target, const std::string& body,
@@ -205,6 +211,7 @@ std::string etcd_http_stream::run(const etcd_endpoint& ep, std::string_view targ
         std::lock_guard l(impl_->mu);
         if (impl_->cancelled) return {};
         impl_->ioc = &io;
+        impl_->interrupted = false;
     }
     struct unset {
         impl& s;
