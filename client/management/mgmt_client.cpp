@@ -88,14 +88,24 @@ class mgmt_handler final : public client::link_handler {
     }
     // The node refused the request itself: no answer will come.
     void on_tracker_reject(proton::tracker& t) override {
-        const auto it = in_flight_.find(t);
-        if (it == in_flight_.end()) return;
         pn_condition_t* c = pn_disposition_condition(pn_delivery_remote(client::detail::c_delivery(t)));
         std::string why = pn_condition_is_set(c) ? pn_condition_get_name(c) : "rejected";
         if (const char* d = pn_condition_get_description(c); pn_condition_is_set(c) && d != nullptr && *d != 0)
             why += std::string(": ") + d;
+        unanswered(t, std::move(why));
+    }
+    // Nor when it gave the request back without running it (released, or
+    // modified: Proton reports both here).
+    void on_tracker_release(proton::tracker& t) override {
+        const bool modified = pn_delivery_remote_state(client::detail::c_delivery(t)) == PN_MODIFIED;
+        unanswered(t, std::string(modified ? "amqp:modified" : "amqp:released") +
+                          ": the node did not run it (sending it again is safe)");
+    }
+    void unanswered(proton::tracker& t, std::string why) {
+        const auto it = in_flight_.find(t);
+        if (it == in_flight_.end()) return;
         std::lock_guard l(mu);
-        rejected[it->second] = why;
+        rejected[it->second] = std::move(why);
         in_flight_.erase(it);
         cv.notify_all();
     }

@@ -38,5 +38,23 @@ TEST(wharfctl, a_rejected_request_fails_at_once_with_the_nodes_condition) {
     EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(30)) << out;
 }
 
+// So does one it gives back unrun (released): it used to wait out --timeout.
+TEST(wharfctl, a_released_request_fails_at_once_saying_it_did_not_run) {
+    mini_broker_options o;
+    o.release_first = true; // the first message it gets is the request
+    mini_broker node(o);
+    ASSERT_NE(node.port(), 0);
+    std::string out;
+    const auto started = std::chrono::steady_clock::now();
+    const auto code = run_tool({WHARFCTL_PATH, "-b", node.url(), "--timeout", "30", "query", "queue"},
+                               std::chrono::seconds(50), &out);
+    EXPECT_EQ(code, std::optional<int>(1)) << out;
+    EXPECT_NE(out.find("wharfctl: " + node.url() +
+                       " refused the request: amqp:released: the node did not run it (sending it again is safe)"),
+              std::string::npos)
+        << out;
+    EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(30)) << out;
+}
+
 } // namespace
 } // namespace wharf::ctl::test
