@@ -59,9 +59,16 @@ proton::connection_options mini_broker::on_accept(proton::listener&) {
     return proton::connection_options().handler(*this);
 }
 
+bool mini_broker::muted(pn_link_t* c) const {
+    if (options_.mute_address.empty()) return false;
+    const bool sender = pn_link_is_sender(c);
+    return terminus_address(sender ? pn_link_remote_source(c) : pn_link_remote_target(c)) == options_.mute_address;
+}
+
 // A consumer: its source is the queue (a dynamic one gets a fresh name).
 void mini_broker::on_sender_open(proton::sender& s) {
     pn_link_t* c = detail::c_link(s);
+    if (muted(c)) return;
     pn_terminus_copy(pn_link_source(c), pn_link_remote_source(c));
     pn_terminus_copy(pn_link_target(c), pn_link_remote_target(c));
     if (pn_terminus_is_dynamic(pn_link_remote_source(c)))
@@ -76,6 +83,7 @@ void mini_broker::on_sender_open(proton::sender& s) {
 // A producer: its target is the queue; an anonymous one names it per message.
 void mini_broker::on_receiver_open(proton::receiver& r) {
     pn_link_t* c = detail::c_link(r);
+    if (muted(c)) return;
     pn_terminus_copy(pn_link_source(c), pn_link_remote_source(c));
     pn_terminus_copy(pn_link_target(c), pn_link_remote_target(c));
     r.open(proton::receiver_options().credit_window(100).auto_accept(false));

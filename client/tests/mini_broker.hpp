@@ -5,8 +5,8 @@
 // consumer asked for it); a consumer may ask for a dynamic source (it gets
 // "tmp-N"). Faults (mini_broker_options): drop every n-th message (a
 // pre-settled one is simply lost), release the first message (not kept),
-// deliver the first message it keeps twice, or reject every message sent
-// to one address with a condition.
+// deliver the first message it keeps twice, reject every message sent to
+// one address with a condition, or never answer attaches to one address.
 // Its container runs on a thread of its own; port() may be called from the
 // test's thread.
 
@@ -27,6 +27,8 @@
 #include <thread>
 #include <vector>
 
+struct pn_link_t;
+
 namespace wharf::client::test {
 
 struct mini_broker_options {
@@ -36,6 +38,7 @@ struct mini_broker_options {
     std::string reject_address;  // messages to this address are rejected with reject_condition
     std::string reject_condition = "amqp:not-allowed";
     std::string reject_description = "refused by mini_broker";
+    std::string mute_address;    // attaches to this address are never answered
 };
 
 class mini_broker : public proton::messaging_handler, public proton::listen_handler {
@@ -51,6 +54,7 @@ class mini_broker : public proton::messaging_handler, public proton::listen_hand
 
   private:
     void dispatch(const std::string& address); // container thread
+    bool muted(pn_link_t* c) const;            // an attach it leaves unanswered
 
     void on_container_start(proton::container& c) override;
     void on_sender_open(proton::sender& s) override;

@@ -5,6 +5,7 @@
 
 #include "client/cluster_client.hpp"
 #include "client/tests/cluster_fixture.hpp"
+#include "client/tests/mini_broker.hpp"
 #include "client/tests/redirect_peer.hpp"
 #include "client/tests/test_app.hpp"
 
@@ -171,6 +172,25 @@ TEST(redirect_client, a_target_that_never_answers_fails_after_the_attach_timeout
               std::string::npos)
         << d;
     EXPECT_NE(d.find("no open from " + target + " within 1 s"), std::string::npos) << d;
+    EXPECT_FALSE(mentions(rcv.events(), "receiver_open"));
+}
+
+// A node that opens the connection but never answers the attach: the link
+// fails after attach_timeout, saying so (the open had come in time).
+TEST(redirect_client, an_attach_never_answered_fails_after_the_attach_timeout) {
+    mini_broker_options m;
+    m.mute_address = "mute";
+    mini_broker node(m);
+    ASSERT_NE(node.port(), 0);
+    client_options o;
+    o.attach_timeout = std::chrono::seconds(1);
+    recorded_link rcv;
+    client_app app(o);
+    rcv.set_ref(app.client().open_receiver(node.url(), "mute", rcv));
+    const auto f = rcv.wait_failure();
+    ASSERT_TRUE(f) << ::testing::PrintToString(rcv.events());
+    EXPECT_EQ(f->condition.name(), attach_failed);
+    EXPECT_EQ(f->condition.description(), "queue 'mute': no attach from " + node.url() + " within 1 s");
     EXPECT_FALSE(mentions(rcv.events(), "receiver_open"));
 }
 
