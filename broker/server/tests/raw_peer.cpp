@@ -1,6 +1,7 @@
 #include "broker/server/tests/raw_peer.hpp"
 
 #include <proton/codec.h>
+#include <proton/message.hpp>
 #include <proton/condition.h>
 #include <proton/connection.h>
 #include <proton/delivery.h>
@@ -112,6 +113,16 @@ std::string raw_peer::remote_property(pn_link_t* l, const std::string& key) cons
     pn_data_exit(d);
     pn_data_rewind(d);
     return found;
+}
+
+std::vector<std::string> raw_peer::take_received_texts(pn_link_t* receiver) {
+    std::vector<std::string> out;
+    for (const std::string& bytes : take_received(receiver)) {
+        proton::message m;
+        m.decode(std::vector<char>(bytes.begin(), bytes.end()));
+        out.push_back(proton::get<std::string>(m.body()));
+    }
+    return out;
 }
 
 std::vector<std::string> raw_peer::take_received(pn_link_t* receiver) {

@@ -59,6 +59,8 @@ class raw_peer {
     // The whole deliveries that came on a receiver since the last call
     // (taken off the link and settled).
     std::vector<std::string> take_received(pn_link_t* receiver);
+    // The same, each decoded as a message with a string body: the bodies.
+    std::vector<std::string> take_received_texts(pn_link_t* receiver);
     // A sender's deliveries the peer settled, and how many of those it accepted.
     size_t settled(pn_link_t* sender) const { return count(settled_, sender); }
     size_t accepted(pn_link_t* sender) const { return count(accepted_, sender); }
