@@ -174,6 +174,7 @@ class amqp_connection final : public connection_base {
         // filled (nullptr: none) with how much it holds.
         uint64_t relay_link = 0;
         bool presettled_acks = false; // the relay settles pre-settled messages once it sent them
+        bool detach_answers = false;  // ... and answers before its detach when this side ends the link
         bool answers_due = false;     // ended here (a queue move): its cmd_detach waits for the relay's detach
         pn_delivery_t* out = nullptr;
         uint32_t out_count = 0;

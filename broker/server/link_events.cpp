@@ -48,6 +48,7 @@ void amqp_connection::on_link_open(pn_link_t* l) {
         lc->relay_link = relay::relay_link(l);
         lc->max_out = pn_link_remote_max_message_size(l);
         lc->presettled_acks = lc->relay_link != 0 && relay::presettled_acks(l);
+        lc->detach_answers = lc->presettled_acks && relay::presettled_detach_answers(l);
         if (c.address == relay::credit_address) {
             // A peer's relay taking its producers' credit (batch_links.cpp):
             // no queue behind this link.
@@ -206,7 +207,8 @@ void amqp_connection::handle(engine::ev_attached& ev) {
     if (lc->consumer ? lc->relay_link != 0 : !lc->anonymous && records)
         if (const uint32_t n = relay::batch_size(l); n != 0) {
             lc->batch = std::min(n, relay::max_batch);
-            relay::offer_batch(l, lc->batch, 0, !lc->consumer, lc->consumer && lc->presettled_acks);
+            relay::offer_batch(l, lc->batch, 0, !lc->consumer,
+                               lc->consumer && lc->presettled_acks ? relay::presettled_acks_value : "");
             if (lc->consumer) relay_links_[lc->relay_link] = lc->id;
         }
     pn_link_open(l);
@@ -287,7 +289,10 @@ void amqp_connection::refuse_presettled(link_ctx& lc, const error& err) {
 void amqp_connection::on_link_close(pn_link_t* l, bool closed) {
     link_ctx* lc = ctx_of(l);
     if (lc != nullptr && !lc->closed && lc->relayed) relay_detach(*lc, closed);
-    if (lc != nullptr && !lc->closed) detach_link(*lc, true);
+    if (lc != nullptr && !lc->closed) {
+        const char* cond = pn_condition_get_name(pn_link_remote_condition(l));
+        detach_link(*lc, cond == nullptr || std::strcmp(cond, relay::answers_lost_condition) != 0);
+    }
     if ((pn_link_state(l) & PN_LOCAL_CLOSED) == 0) { // (not when this end began)
         if (closed) pn_link_close(l);
         else pn_link_detach(l);
@@ -553,8 +558,8 @@ void amqp_connection::handle(engine::ev_detach& ev) {
     if (lc == nullptr || lc->closed || lc->link == nullptr || lc->answers_due) return;
     pn_link_t* l = lc->link;
     if (lc->out != nullptr) end_out_batch(*lc); // its messages go before the detach
-    if (ev.report && lc->presettled_acks && lc->batch != 0) lc->answers_due = true;
-    else if (ev.report) detach_link(*lc, true);
+    if (ev.report && lc->detach_answers && lc->batch != 0) lc->answers_due = true;
+    else if (ev.report) detach_link(*lc, !(lc->presettled_acks && lc->batch != 0)); // an older relay answers no more
     else mark_closed(*lc);
     set_condition(pn_link_condition(l), ev.err.code, ev.err.description);
     if (ev.redirect) put_redirect_info(pn_link_condition(l), ev.redirect->host, ev.redirect->port, lc->address);

@@ -156,14 +156,29 @@ void peer_connection::end_batch() {
     out_.flush();
 }
 
-// Every twin ends: their clients' links are detached, saying why.
+// Every twin ends: their clients' links are detached, saying why, and the
+// twins too (when the connection goes on: one of the relay's own links
+// ended), saying that their client sides' answers will not come: the owner
+// counts what they left unanswered as sent (relay_batch.hpp), and a queue
+// move there does not wait for them.
 void peer_connection::end_all(const std::string& why) {
     for (auto& [id, t] : twins_) {
         relay::message m;
         m.what = t->opened ? kind::detach : kind::refused;
         m.x().cond = {std::string(to_condition(errc::detach_forced)), why, {}};
         tell(*t, std::move(m));
-        if (t->link != nullptr) pn_link_set_context(t->link, nullptr);
+        pn_link_t* l = t->link;
+        if (l == nullptr) continue;
+        pn_condition_t* c = pn_link_condition(l);
+        pn_condition_set_name(c, relay::answers_lost_condition);
+        pn_condition_set_description(c, why.c_str());
+        pn_link_close(l);
+        if (t->remote_ended) {
+            pn_link_set_context(l, nullptr);
+            free_link(l);
+        } else {
+            pn_link_set_context(l, &ended_here); // freed when the owner answers
+        }
     }
     twins_.clear();
     held_detaches_.clear(); // their clients were told above, with the others
@@ -270,7 +285,7 @@ void peer_connection::attach(relay::message& m) {
     pn_link_set_rcv_settle_mode(l, static_cast<pn_rcv_settle_mode_t>(a.rcv_settle_mode));
     if (producer_batches) relay::offer_batch(l, relay::max_batch, m.relay, credits_ != nullptr);
     if (!a.client_sends && !a.source.address.empty() && !a.source.dynamic)
-        relay::offer_batch(l, relay::max_batch, m.relay, false, true);
+        relay::offer_batch(l, relay::max_batch, m.relay, false, relay::presettled_detach_value);
     t->link = l;
     pn_link_set_context(l, t.get());
     pn_link_open(l);

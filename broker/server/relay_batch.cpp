@@ -59,9 +59,16 @@ uint64_t relay_link(pn_link_t* l) { return number(remote_link_property(l, relay_
 
 bool credit_records(pn_link_t* l) { return remote_link_property(l, credit_property) == credit_records_value; }
 
-bool presettled_acks(pn_link_t* l) { return remote_link_property(l, presettled_property) == presettled_acks_value; }
+bool presettled_acks(pn_link_t* l) {
+    const std::string v = remote_link_property(l, presettled_property);
+    return v == presettled_acks_value || v == presettled_detach_value;
+}
 
-void offer_batch(pn_link_t* l, uint32_t n, uint64_t link, bool credit_records, bool presettled_acks) {
+bool presettled_detach_answers(pn_link_t* l) {
+    return remote_link_property(l, presettled_property) == presettled_detach_value;
+}
+
+void offer_batch(pn_link_t* l, uint32_t n, uint64_t link, bool credit_records, std::string_view presettled) {
     const std::string v = std::to_string(n);
     const std::string id = std::to_string(link);
     pn_data_t* d = pn_link_properties(l);
@@ -78,9 +85,9 @@ void offer_batch(pn_link_t* l, uint32_t n, uint64_t link, bool credit_records, b
         pn_data_put_symbol(d, bytes_of(credit_property));
         pn_data_put_string(d, bytes_of(credit_records_value));
     }
-    if (presettled_acks) {
+    if (!presettled.empty()) {
         pn_data_put_symbol(d, bytes_of(presettled_property));
-        pn_data_put_string(d, bytes_of(presettled_acks_value));
+        pn_data_put_string(d, bytes_of(presettled));
     }
     pn_data_exit(d);
 }

@@ -63,6 +63,14 @@
 //   dispatched. Without the offer (an older relay) the owner lets the
 //   message go as it puts it in a batch; without the echo (an older owner)
 //   the relay passes every message on as it comes and answers none.
+//   A relay that offers "acks detach" also answers when the owner ends the
+//   link (a queue move): it answers what it held as unsent, then detaches,
+//   and the owner returns what is still unanswered to the queue only at
+//   that detach. With plain "acks" the owner counts what is unanswered at
+//   its own detach as sent (at-most-once: never twice). A relay that ends
+//   its twins without its client side's answers (its link for them ended)
+//   detaches them with answers_lost_condition: what is unanswered may have
+//   been sent, and counts as sent.
 // - A message larger than the client's max-message-size the relay never
 //   sends (if the owner echoed the property): it answers it with outcome
 //   too_large (engine::outcome_kind), and the owner keeps it for the
@@ -107,13 +115,15 @@ uint32_t batch_size(pn_link_t* l);
 // answers) credit as control records, and a consumer's says that it
 // settles pre-settled messages.
 void offer_batch(pn_link_t* l, uint32_t n, uint64_t link = 0, bool credit_records = false,
-                 bool presettled_acks = false);
+                 std::string_view presettled = {});
 // The relay's number for a twin (0: none).
 uint64_t relay_link(pn_link_t* l);
 // Whether the peer's attach offered or answered credit as control records.
 bool credit_records(pn_link_t* l);
 // Whether the peer's relay settles a consumer's pre-settled messages.
 bool presettled_acks(pn_link_t* l);
+// Whether it also answers before it detaches when the owner ended the link.
+bool presettled_detach_answers(pn_link_t* l);
 
 // ---- a relayed producer's credit ----
 inline constexpr std::string_view credit_property = "wharf:relay-credit";
@@ -124,7 +134,9 @@ inline constexpr std::string_view credit_address = "$wharf.relay-credit";
 inline constexpr std::string_view relay_link_property = "wharf:relay-link";
 inline constexpr std::string_view acks_address = "$wharf.relay-acks";
 inline constexpr std::string_view presettled_property = "wharf:relay-presettled";
-inline constexpr std::string_view presettled_acks_value = "acks";
+inline constexpr std::string_view presettled_acks_value = "acks";          // the owner's echo
+inline constexpr std::string_view presettled_detach_value = "acks detach"; // the relay's offer
+inline constexpr const char* answers_lost_condition = "wharf:relay-answers-lost";
 // Deliveries of a batch link a relay lets the owner have at a time (each
 // holds up to max_batch messages; the messages themselves are paced by the
 // credit the relay passes as control records).

@@ -122,5 +122,67 @@ TEST_F(batch_credit, a_malformed_batch_ends_the_link_with_decode_error) {
     EXPECT_FALSE(relay.ended()) << "the connection stays up: " << relay.error();
 }
 
+// The messages in a relay's consumer batches: records of [u8 flags][u64
+// sequence number][u32 length][the bytes] (relay_batch.hpp).
+size_t records_in(const std::vector<std::string>& deliveries) {
+    size_t n = 0;
+    for (const std::string& d : deliveries)
+        for (size_t at = 0; at + 13 <= d.size(); at += 13 + get_be(d, at + 9, 4)) ++n;
+    return n;
+}
+
+// A relay's at-most-once consumer: the owner keeps what it passed on until
+// the relay answers. A relay's plain detach comes after its answers for
+// everything its client got, so what is unanswered then never reached the
+// client and goes back to the queue. A relay that ends the link saying its
+// answers are lost (wharf:relay-answers-lost: its own link for them ended)
+// may have passed those on: they count as sent, never to go twice. Before,
+// a relay that lost its control link left the owner's links open for good,
+// and a queue move waited for them for ever.
+TEST_F(batch_credit, presettled_messages_unanswered_at_a_relays_detach) {
+    start_broker();
+    auto c = connect();
+    for (const bool lost : {false, true}) {
+        const std::string q = std::string("amo-relayed-") + (lost ? "lost" : "answered");
+        send_texts(*c, q, 10);
+        raw_peer relay(queue_owner().url());
+        pn_link_t* acks = relay.open_sender("$wharf.relay-acks");
+        constexpr uint64_t link = 11;
+        pn_link_t* r = relay.open_receiver(q, 100, /*presettled=*/true, true, 0,
+                                           {{"wharf:relay-batch", "64"},
+                                            {"wharf:relay-link", std::to_string(link)},
+                                            {"wharf:relay-presettled", "acks detach"}});
+        ASSERT_TRUE(relay.run_until([&] { return relay.remote_opened(r) && relay.remote_opened(acks); }))
+            << relay.error();
+        ASSERT_EQ(relay.remote_property(r, "wharf:relay-presettled"), "acks") << "the owner takes no answers";
+        std::string credit{1}; // [u8 kind: credit][u64 link][u64 limit: 10 messages][u8 drain]
+        put_be(credit, link, 8);
+        put_be(credit, 10, 8);
+        credit.push_back(0);
+        relay.send(acks, credit);
+        size_t got = 0;
+        ASSERT_TRUE(relay.run_until([&] {
+            got += records_in(relay.take_received(r));
+            return got >= 10;
+        })) << relay.error() << " (" << got << " messages)";
+        if (lost) pn_condition_set_name(pn_link_condition(r), "wharf:relay-answers-lost");
+        relay.close(r);
+        ASSERT_TRUE(relay.run_until([&] { return relay.remote_closed(r); })) << relay.error();
+
+        // What the queue holds now comes before a message sent after it.
+        send_texts(*c, q, 1, "after");
+        test_receiver rest = c->open_receiver(q, receiver_credit(100));
+        ASSERT_TRUE(eventually([&] {
+            auto ms = rest.messages();
+            return !ms.empty() && body_of(ms.back()) == "after0";
+        }));
+        auto left = bodies(rest.messages());
+        left.pop_back();
+        EXPECT_EQ(left, lost ? std::vector<std::string>{} : expected_texts(0, 10)) << "lost " << lost;
+        rest.settle_all(settle_as::accept);
+        rest.close();
+    }
+}
+
 } // namespace
 } // namespace wharf::server::test

@@ -34,28 +34,34 @@ raw_peer::~raw_peer() {
     pn_proactor_free(proactor_); // frees the connection too
 }
 
-pn_link_t* raw_peer::open_sender(const std::string& address,
-                                 const std::vector<std::pair<std::string, std::string>>& properties) {
+namespace {
+// The link's properties in its attach: symbol keys, string values.
+void put_properties(pn_link_t* l, const raw_peer::properties& properties) {
+    if (properties.empty()) return;
+    pn_data_t* d = pn_link_properties(l);
+    pn_data_put_map(d);
+    pn_data_enter(d);
+    for (const auto& [key, value] : properties) {
+        pn_data_put_symbol(d, pn_bytes(key.size(), key.data()));
+        pn_data_put_string(d, pn_bytes(value.size(), value.data()));
+    }
+    pn_data_exit(d);
+}
+} // namespace
+
+pn_link_t* raw_peer::open_sender(const std::string& address, const properties& props) {
     pn_link_t* l = pn_sender(session_, ("raw-sender-" + address).c_str());
     pn_terminus_set_address(pn_link_target(l), address.c_str());
-    if (!properties.empty()) {
-        pn_data_t* d = pn_link_properties(l);
-        pn_data_put_map(d);
-        pn_data_enter(d);
-        for (const auto& [key, value] : properties) {
-            pn_data_put_symbol(d, pn_bytes(key.size(), key.data()));
-            pn_data_put_string(d, pn_bytes(value.size(), value.data()));
-        }
-        pn_data_exit(d);
-    }
+    put_properties(l, props);
     pn_link_open(l);
     return l;
 }
 
 pn_link_t* raw_peer::open_receiver(const std::string& address, int credit, bool presettled, bool top_up,
-                                   uint64_t max_message_size) {
+                                   uint64_t max_message_size, const properties& props) {
     pn_link_t* l = pn_receiver(session_, ("raw-receiver-" + address).c_str());
     pn_terminus_set_address(pn_link_source(l), address.c_str());
+    put_properties(l, props);
     if (presettled) pn_link_set_snd_settle_mode(l, PN_SND_SETTLED);
     if (max_message_size != 0) pn_link_set_max_message_size(l, max_message_size);
     pn_link_open(l);

@@ -29,13 +29,13 @@ class raw_peer {
     raw_peer(const raw_peer&) = delete;
     raw_peer& operator=(const raw_peer&) = delete;
 
+    using properties = std::vector<std::pair<std::string, std::string>>; // a link's, symbol -> string
     // Opened now; the attach goes out at the next run_until().
-    pn_link_t* open_sender(const std::string& address,
-                           const std::vector<std::pair<std::string, std::string>>& properties = {});
+    pn_link_t* open_sender(const std::string& address, const properties& props = {});
     // Grants `credit` and keeps it topped up (unless !top_up); a
     // pre-settled one asks for at-most-once delivery.
     pn_link_t* open_receiver(const std::string& address, int credit, bool presettled = false, bool top_up = true,
-                             uint64_t max_message_size = 0);
+                             uint64_t max_message_size = 0, const properties& props = {});
     // Takes back what is left of a receiver's credit (a flow with
     // link-credit 0), as AMQP allows a receiver to at any time.
     void take_credit_back(pn_link_t* receiver);
