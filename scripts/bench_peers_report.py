@@ -213,7 +213,9 @@ window 1000, at most 1000 unsettled sends per link).
   drain, latency) more than produce alone, which a broker may take faster.
 - produce / drain / produce+consume: `wharf-bench send` for %(dur)s s or
   %(cap)s messages, whichever comes first (64 KB: %(big)s messages), then `receive` of exactly what was accepted
-  (at-most-once: until the queue is quiet for 0.5 s), then `pair` on another
+  (at-most-once: until the queue is quiet for 5 s, a wait not in the rate;
+  RabbitMQ may hand out nothing for seconds while it takes in a pre-settled
+  burst), then `pair` on another
   queue for the same time. At-least-once waits for `accepted`; at-most-once
   sends pre-settled. For the ceiling the three are one figure (the
   receiver's rate).
@@ -242,5 +244,6 @@ window 1000, at most 1000 unsettled sends per link).
   cores, and its own cost grows with links (the ceiling at 10,000 queues
   is below wharfd's rate there).
 - connections: `send --connections %(conns)s` (one link each), for %(dur)s s
-  plus 5 s per 1,000 connections, counted the same way.
+  plus 5 s per 1,000 connections, counted the same way; a run whose
+  links were not all attached 0.5 s before sending stopped is n/a.
 """
