@@ -107,8 +107,10 @@ struct cmd_detach {
     bool all_sent = false;
     // A pre-settled consumer's messages that the link's peer never answered
     // may have reached the client: they count as sent, never to go twice
-    // (a relay's batch link that ended without its detach: the relay's
-    // answers may be lost). Otherwise they never reached it and go back.
+    // (a relay's batch link that ended without the relay's plain detach:
+    // the connection dropped, the relay said its answers were lost, or a
+    // relay without detach answers at a queue move). Otherwise they never
+    // reached it and go back.
     bool presettled_sent = false;
 };
 
@@ -118,8 +120,8 @@ struct cmd_tick {};
 // Ends every client link attached to one of these queues (ownership lost or
 // moved); internal links stay. A consumer holding unsettled messages leaves
 // dispatch at once but stays until its connection's cmd_detach, which tells
-// what the client got: the rest goes back to the queue as never sent (and
-// the queue cannot be handed over before).
+// what the client got, as on any detach (see cmd_detach); the queue cannot
+// be handed over before.
 struct cmd_detach_queues {
     std::vector<std::string> queues;
     error err;

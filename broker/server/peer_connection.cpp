@@ -144,6 +144,8 @@ void peer_connection::end_batch() {
             inbox_->take(msgs_);
             for (auto& m : msgs_) handle(m);
             msgs_.clear();
+            for (uint64_t id : orphans_) end_orphan(id);
+            orphans_.clear();
             for (uint64_t id : to_send_)
                 if (twin* t = find(id)) {
                     t->queued = false;
@@ -244,6 +246,22 @@ void peer_connection::handle(relay::message& m) {
     default:
         break;
     }
+}
+
+// Its answers, if its client's side sent any, went out with its detach; if
+// it sent none, what the owner passed on may have reached the client: the
+// owner counts it as sent (never twice).
+void peer_connection::end_orphan(uint64_t relay) {
+    twin* t = find(relay);
+    if (t == nullptr) return; // its detach came
+    for (const auto& held : held_detaches_)
+        if (held.second.relay == relay) return; // it comes once the owner took the answers
+    relay::message m;
+    m.relay = relay;
+    m.what = kind::detach;
+    m.closed = t->remote_closed;
+    m.x().cond = {relay::answers_lost_condition, "the client's connection ended before it answered", {}};
+    detach_twin(*t, m);
 }
 
 void peer_connection::detach_twin(twin& t, const relay::message& m) {
@@ -349,12 +367,15 @@ void peer_connection::on_remote_close(twin& t, bool closed) {
     m.x().cond = relay::capture(pn_link_remote_condition(t.link));
     m.closed = closed;
     tell(t, std::move(m));
-    if (t.owner_acks && !t.reply.expired()) {
+    if (t.owner_acks) {
         // The client's side answers for what it holds of the owner's
         // pre-settled messages (unsent: they go back to the queue), then
         // detaches; the owner reads the answers before this end's detach.
+        // A client connection that is gone put its detach in the inbox
+        // before it went, if it sent one: end_batch() looks.
         t.remote_ended = true;
         t.remote_closed = closed;
+        if (t.reply.expired()) orphans_.push_back(t.relay);
         return;
     }
     pn_link_t* l = t.link;

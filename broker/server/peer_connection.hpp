@@ -49,9 +49,9 @@ class peer_connection final : public connection_base {
         bool opened = false;          // told the client side
         bool drain_asked = false;
         // Client receives, from an owner that takes the relay's answers
-        // for pre-settled messages: the owner ended the link first (a queue
-        // move), and waits for the answers the client's side gives before
-        // its detach (see on_remote_close).
+        // (relay_batch.hpp): the owner ended the link first (a queue move,
+        // or any other reason) and reads the answers the client's side
+        // gives before this end's detach (see on_remote_close).
         bool owner_acks = false;
         bool remote_ended = false;
         bool remote_closed = false;
@@ -100,6 +100,9 @@ class peer_connection final : public connection_base {
     void tell(twin& t, relay::message&& m);
     void refuse_waiting(std::vector<relay::message>&& waiting, const std::string& why);
     void end_all(const std::string& why);
+    // A twin the owner ended whose client's connection was gone: detached
+    // with wharf:relay-answers-lost unless the client's detach came.
+    void end_orphan(uint64_t relay);
     twin* find(uint64_t relay);
 
     // The context of a twin link this side detached: it is freed when the
@@ -133,6 +136,7 @@ class peer_connection final : public connection_base {
     std::string controls_out_;
     uint64_t controls_sent_ = 0, controls_settled_ = 0;
     std::vector<std::pair<uint64_t, relay::message>> held_detaches_;
+    std::vector<uint64_t> orphans_; // see end_orphan(), at the batch's end
     // Batch producers' credit from the owner (opened with the first one);
     // refused: the owner is from before credit records, do not ask again.
     static inline char credits_ctx = 0;

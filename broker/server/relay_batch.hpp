@@ -54,8 +54,9 @@
 //   relay keeps it topped up); drain never travels as Proton's drain, which
 //   would move its delivery count by credits that stand for messages.
 // - Pre-settled (at-most-once) messages: the twin's attach also offers
-//   "wharf:relay-presettled" = "acks", and an owner that takes the answers
-//   below echoes it in its attach. The owner then keeps each such
+//   "wharf:relay-presettled" = "acks detach" ("acks" from a relay of
+//   before detach answers, below), and an owner that takes the answers
+//   below echoes "acks" in its attach. The owner then keeps each such
 //   message acquired until the relay answers it with an outcome record:
 //   accepted once it passed the message to its client within the client's
 //   credit, or unsent (engine::outcome_kind::unsent) for one it still held

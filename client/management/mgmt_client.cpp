@@ -101,6 +101,12 @@ class mgmt_handler final : public client::link_handler {
         unanswered(t, std::string(modified ? "amqp:modified" : "amqp:released") +
                           ": the node did not run it (sending it again is safe)");
     }
+    // In flight when the link to $management moved to another node: it may
+    // have run there (the library would call it released).
+    void on_tracker_unsettled_at_redirect(proton::tracker& t) override {
+        unanswered(t, "the link to $management moved to another node before the node answered: the request "
+                      "may or may not have run");
+    }
     void unanswered(proton::tracker& t, std::string why) {
         const auto it = in_flight_.find(t);
         if (it == in_flight_.end()) return;
