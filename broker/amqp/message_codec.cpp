@@ -397,6 +397,7 @@ result<message_info, codec_error> scan_message(std::string_view bytes) {
             s.fail(codec_errc::section_order, at, why);
             return fail(s.take_error());
         }
+        if (rank > 2 && last_rank <= 1) info.annotations_at = info.annotations_end = at; // none: it would go here
         last_rank = rank;
         bool ok = true;
         switch (sec) {
@@ -413,12 +414,18 @@ result<message_info, codec_error> scan_message(std::string_view bytes) {
             info.has_body = true;
             ok = s.skip_section_value(sec);
             break;
+        case section::message_annotations:
+            info.annotations_at = at;
+            ok = s.skip_section_value(sec);
+            info.annotations_end = s.pos();
+            break;
         default: ok = s.skip_section_value(sec); break;
         }
         if (!ok) {
             return fail(s.take_error());
         }
     }
+    if (last_rank <= 1) info.annotations_at = info.annotations_end = bytes.size();
     if (!info.has_header) {
         info.header = header_fields{};
         info.header_end = 0;

@@ -54,6 +54,11 @@ struct message_info {
     std::optional<std::string> reply_to;          // properties.reply-to
     std::optional<int64_t> absolute_expiry_ms;    // properties.absolute-expiry-time
     bool has_body = false;                        // at least one data/amqp-sequence/amqp-value
+    // The message-annotations section's bytes: [annotations_at,
+    // annotations_end). Without one, both are where it would go (after the
+    // header and delivery-annotations).
+    size_t annotations_at = 0;
+    size_t annotations_end = 0;
 };
 
 // Reads `bytes` as one complete message. Every section is skipped over
