@@ -91,10 +91,19 @@ struct settlement {
     outcome_kind outcome;
 };
 
+// A modified outcome's message-annotations (AMQP 1.0 §3.4.5) for the
+// message `seq`: one encoded map, checked (amqp::check_annotations) by the
+// connection, to combine with the message's own when it goes back.
+struct annotation_change {
+    uint64_t seq;
+    std::string map;
+};
+
 struct cmd_settle {
     link_id link;
     std::vector<settlement> settlements;
     std::optional<uint64_t> limit; // with unsent: the link's true credit limit now
+    std::vector<annotation_change> annotations; // rare: most settlements carry none
 };
 
 // The link ended. sent_unsettled: deliveries the client received but never

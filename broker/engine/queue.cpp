@@ -105,6 +105,11 @@ void queue::forget(const queue_entry& e) {
     depth_bytes_ -= e.body.size();
 }
 
+void queue::replace_body(queue_entry& e, message_ref body) {
+    depth_bytes_ = depth_bytes_ - e.body.size() + body.size();
+    e.body = std::move(body);
+}
+
 void queue::add_consumer(consumer* c) { consumers_.push_back(c); }
 
 void queue::remove_consumer(consumer* c) {

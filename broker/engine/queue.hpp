@@ -141,6 +141,9 @@ class queue {
     // A message acquired from this queue is gone for good (accepted,
     // dead-lettered, dropped).
     void forget(const queue_entry& e);
+    // A message out for delivery gets new bytes (a consumer's modified
+    // outcome annotated it): the queue's byte depth follows.
+    void replace_body(queue_entry& e, message_ref body);
 
     void add_consumer(consumer* c);
     void remove_consumer(consumer* c);

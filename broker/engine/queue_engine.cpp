@@ -1,5 +1,6 @@
 #include "broker/engine/queue_engine.hpp"
 
+#include "broker/amqp/annotations.hpp"
 #include "broker/common/names.hpp"
 
 #include <algorithm>
@@ -308,16 +309,32 @@ void queue_engine::dead_letter(queue& from, queue_entry&& e) {
 
 // A message that left a consumer goes back to its queue, unless it has now
 // been delivered too often.
-void queue_engine::return_entry(queue& q, queue_entry&& e) {
+void queue_engine::return_entry(queue& q, queue_entry&& e, bool rewritten) {
     const uint32_t max = q.policy().max_delivery_count;
     if (max != 0 && e.delivery_count >= max) {
         q.forget(e);
         dead_letter(q, std::move(e));
         return;
     }
-    if (e.persistent) store_.on_update(q.name(), e);
+    // A new enqueue record with the same seq replaces the stored message.
+    if (e.persistent) rewritten ? store_.on_enqueue(q.name(), e) : store_.on_update(q.name(), e);
     q.restore(std::move(e));
     touch(&q);
+}
+
+// Combines the annotations a modified outcome carried for `e`, if any, with
+// its message-annotations; false when there were none to combine. A message
+// whose bytes do not scan (a relay's producer can send any bytes) or that
+// would outgrow the largest body keeps its bytes.
+bool queue_engine::annotate(queue& q, queue_entry& e, const std::vector<annotation_change>& changes) {
+    auto change = std::find_if(changes.begin(), changes.end(), [&](const annotation_change& a) { return a.seq == e.seq; });
+    if (change == changes.end()) return false;
+    auto info = amqp::scan_message(e.body.bytes());
+    if (!info) return false;
+    std::string bytes = amqp::with_annotations(e.body.bytes(), *info, change->map);
+    if (bytes.size() > message_ref::max_size) return false;
+    q.replace_body(e, message_ref::copy_of(bytes));
+    return true;
 }
 
 // ---- commands ------------------------------------------------------------
@@ -399,22 +416,26 @@ void queue_engine::handle(cmd_settle& c) {
             dead_letter(q, std::move(e));
             touch(&q);
             break;
-        case outcome_kind::released:
+        case outcome_kind::released: // (or modified with neither flag)
             e.redelivered = true;
+            if (!c.annotations.empty() && annotate(q, e, c.annotations) && e.persistent)
+                store_.on_enqueue(q.name(), e);
             q.restore(std::move(e));
             touch(&q);
             break;
         case outcome_kind::modified_failed:
         case outcome_kind::modified_undeliverable:
-        case outcome_kind::modified_failed_undeliverable:
+        case outcome_kind::modified_failed_undeliverable: {
             e.redelivered = true;
             if (s.outcome != outcome_kind::modified_undeliverable) e.count_delivery();
             if (s.outcome != outcome_kind::modified_failed) {
                 if (!e.excluded) e.excluded = std::make_unique<std::vector<link_id>>();
                 e.excluded->push_back(con.id);
             }
-            return_entry(q, std::move(e));
+            const bool rewritten = !c.annotations.empty() && annotate(q, e, c.annotations);
+            return_entry(q, std::move(e), rewritten);
             break;
+        }
         case outcome_kind::unsent:
             if (con.assigned > 0) --con.assigned;
             q.restore(std::move(e));

@@ -164,7 +164,10 @@ class queue_engine final : private dispatch_sink {
     queue* create_queue(const std::string& name, bool dynamic);
     void delete_queue(queue* q);
     void dead_letter(queue& from, queue_entry&& e);
-    void return_entry(queue& q, queue_entry&& e);
+    // rewritten: the message's bytes changed (annotated), so a stored one
+    // is stored again, not just its delivery count.
+    void return_entry(queue& q, queue_entry&& e, bool rewritten = false);
+    bool annotate(queue& q, queue_entry& e, const std::vector<annotation_change>& changes);
     void touch(queue* q);
     void stage(const std::shared_ptr<outbox>& o, event&& ev);
     int64_t now() const { return opts_.clock(); }

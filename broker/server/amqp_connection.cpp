@@ -274,8 +274,9 @@ void amqp_connection::flush_link(link_ctx& lc) {
         lc.to_publish.reserve(n);
     }
     if (!lc.to_settle.empty() || !lc.unsent.empty()) {
-        engine::cmd_settle c{lc.id, std::move(lc.to_settle), std::nullopt};
+        engine::cmd_settle c{lc.id, std::move(lc.to_settle), std::nullopt, std::move(lc.annotations)};
         lc.to_settle.clear();
+        lc.annotations.clear();
         if (!lc.unsent.empty()) {
             for (uint64_t seq : lc.unsent) c.settlements.push_back({seq, engine::outcome_kind::unsent});
             lc.unsent.clear();

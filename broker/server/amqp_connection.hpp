@@ -13,6 +13,7 @@
 // producer's bytes exactly (footer included) and cannot afford a decode and a
 // re-encode per message.
 
+#include "broker/amqp/message_codec.hpp"
 #include "broker/common/fifo.hpp"
 #include "broker/engine/protocol.hpp"
 #include "broker/engine/queue_engine.hpp"
@@ -159,6 +160,7 @@ class amqp_connection final : public connection_base {
             return true;
         }
         std::vector<engine::settlement> to_settle;
+        std::vector<engine::annotation_change> annotations; // for some of to_settle's modified outcomes
         std::vector<uint64_t> unsent;
         std::deque<engine::ev_deliver> held; // a browser's copies, waiting for credit
         uint64_t max_out = 0;         // the client's max-message-size (0: none)
@@ -277,8 +279,15 @@ class amqp_connection final : public connection_base {
     // while the cluster places an unknown address (else refuse it).
     void dispatch_anonymous(link_ctx& lc, pn_delivery_t* d, engine::incoming_message&& m, bool may_wait);
     void refuse_link(link_ctx& lc, const error& err, const plugins::resolution* redirect);
+    bool refused_for_filters(link_ctx& lc);
 
     void detach_link(link_ctx& lc, bool answered = false);
+    // A modified outcome's message-annotations (encoded; "" for none), and
+    // why they are not valid (nullopt: they are).
+    static std::string modified_annotations(pn_delivery_t* d, std::optional<amqp::codec_error>& bad);
+    // Ends a consumer's link whose client sent annotations the spec does not
+    // allow (after their outcome was applied without them).
+    void end_for_bad_annotations(link_ctx& lc, const amqp::codec_error& why);
     bool gather(link_ctx& lc, pn_delivery_t* d, uint64_t max);
     // Ends a producer's link from this side with a condition.
     void end_producer(link_ctx& lc, errc code, const std::string& description);

@@ -3,6 +3,7 @@
 // producer's batches in, a relayed consumer's batches out, and the relay's
 // control records (its consumers' credit and outcomes).
 
+#include "broker/amqp/annotations.hpp"
 #include "broker/server/amqp_connection.hpp"
 #include "broker/server/pn_util.hpp"
 
@@ -211,6 +212,9 @@ void amqp_connection::on_controls(link_ctx& lc, pn_delivery_t* d) {
         } else if (c.arg <= static_cast<uint8_t>(engine::outcome_kind::too_large)) {
             mark_dirty(*to);
             to->to_settle.push_back({c.value, static_cast<engine::outcome_kind>(c.arg)});
+            // (The relay checked the map; one that is not valid goes unused.)
+            if (c.what == relay::control::annotated && !amqp::check_annotations(c.annotations))
+                to->annotations.push_back({c.value, std::string(c.annotations)});
         }
     }
     // Settled once taken: the relay holds a detach of these links until then.

@@ -3,7 +3,7 @@
 // client's outcomes passed to the engine. See link_events.cpp for the
 // link's life and the producer side.
 
-#include "broker/amqp/message_codec.hpp"
+#include "broker/amqp/annotations.hpp"
 #include "broker/server/amqp_connection.hpp"
 #include "broker/server/pn_util.hpp"
 
@@ -100,10 +100,33 @@ void amqp_connection::on_disposition(link_ctx& lc, pn_delivery_t* d) {
     const auto outcome = relay::outcome_for(pn_delivery_remote_state(d), pn_disposition_is_failed(disp),
                                             pn_disposition_is_undeliverable(disp), pn_delivery_settled(d));
     if (!outcome) return; // no terminal outcome yet (or received)
+    std::optional<amqp::codec_error> bad;
+    std::string annotations = modified_annotations(d, bad);
     mark_dirty(lc);
     lc.to_settle.push_back({seq, *outcome});
+    if (!annotations.empty()) lc.annotations.push_back({seq, std::move(annotations)});
     pn_delivery_set_context(d, nullptr);
     pn_delivery_settle(d);
+    if (bad) end_for_bad_annotations(lc, *bad);
+}
+
+std::string amqp_connection::modified_annotations(pn_delivery_t* d, std::optional<amqp::codec_error>& bad) {
+    if (pn_delivery_remote_state(d) != PN_MODIFIED) return {};
+    std::string map = encoded(pn_disposition_annotations(pn_delivery_remote(d)));
+    if (map.empty()) return map;
+    bad = amqp::check_annotations(map);
+    if (bad) map.clear();
+    return map;
+}
+
+void amqp_connection::end_for_bad_annotations(link_ctx& lc, const amqp::codec_error& why) {
+    if (lc.closed || lc.link == nullptr) return;
+    if (lc.relayed) relay_detach(lc, true);
+    else detach_link(lc);
+    set_condition(pn_link_condition(lc.link), errc::invalid_field,
+                  "the modified outcome's message-annotations are not valid: " + why.description +
+                      "; the outcome was applied without them");
+    pn_link_close(lc.link);
 }
 
 } // namespace wharf::server

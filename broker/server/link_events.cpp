@@ -68,7 +68,11 @@ void amqp_connection::on_link_open(pn_link_t* l) {
             resolve(ref, 0);
             return;
         }
-        commands_.push_back(std::move(c));
+        engine::link_id id = lc->id;
+        link_ctx& ref = *lc;
+        links_.emplace(id, std::move(lc));
+        if (!refused_for_filters(ref)) commands_.push_back(std::move(c));
+        return;
     } else {
         pn_terminus_t* tgt = pn_link_remote_target(l);
         pn_link_set_rcv_settle_mode(l, PN_RCV_FIRST);
@@ -121,6 +125,7 @@ void amqp_connection::on_link_open(pn_link_t* l) {
 // outbox (on this connection's thread), whichever thread gives it.
 void amqp_connection::resolve(link_ctx& lc, size_t index) {
     if (index >= settings_.resolvers.size()) {
+        if (lc.consumer && refused_for_filters(lc)) return;
         commands_.push_back(std::move(*lc.pending_attach));
         lc.pending_attach.reset();
         // Credit the client gave while the attach was being resolved.
@@ -174,6 +179,25 @@ void amqp_connection::handle(connection_outbox::resolved& r) {
     }
 }
 
+// A consumer about to attach to a queue of this node: a source filter is
+// refused rather than echoed back (the source was copied into the answer),
+// which would tell the client it is in place: left out, a client that does
+// not check would take every message of the queue, those meant for others
+// too. (A relaying node passes the filter on, and the owner decides.)
+bool amqp_connection::refused_for_filters(link_ctx& lc) {
+    if (lc.link == nullptr) return false;
+    const std::string filters = filter_names(pn_terminus_filter(pn_link_remote_source(lc.link)));
+    if (filters.empty()) return false;
+    engine::ev_attached refusal{lc.id,
+                                error{errc::not_implemented,
+                                      "the source asks for filter " + filters +
+                                          ", and this node applies no filters (a consumer would get every "
+                                          "message of the queue); attach without a filter"},
+                                {}};
+    handle(refusal);
+    return true;
+}
+
 void amqp_connection::refuse_link(link_ctx& lc, const error& err, const plugins::resolution* redirect) {
     lc.pending_attach.reset();
     pn_link_t* l = lc.link;
@@ -208,7 +232,8 @@ void amqp_connection::handle(engine::ev_attached& ev) {
         if (const uint32_t n = relay::batch_size(l); n != 0) {
             lc->batch = std::min(n, relay::max_batch);
             relay::offer_batch(l, lc->batch, 0, !lc->consumer,
-                               lc->consumer && lc->presettled_acks ? relay::presettled_acks_value : "");
+                               lc->consumer && lc->presettled_acks ? relay::presettled_acks_value : "",
+                               lc->consumer && relay::annotated_outcomes(l));
             if (lc->consumer) relay_links_[lc->relay_link] = lc->id;
         }
     pn_link_open(l);

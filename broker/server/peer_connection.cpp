@@ -225,8 +225,11 @@ void peer_connection::handle(relay::message& m) {
             const bool failed = m.more && m.more->st.failed, undeliverable = m.more && m.more->st.undeliverable;
             if (m.back != 0)
                 add_control({relay::control::outcome, t->relay, m.id, m.back});
-            else if (auto outcome = relay::outcome_for(m.state, failed, undeliverable, m.settled))
-                add_control({relay::control::outcome, t->relay, m.id, static_cast<uint8_t>(*outcome)});
+            else if (auto outcome = relay::outcome_for(m.state, failed, undeliverable, m.settled)) {
+                const bool annotated = t->annotated_outcomes && m.more && !m.more->st.annotations.empty();
+                add_control({annotated ? relay::control::annotated : relay::control::outcome, t->relay, m.id,
+                             static_cast<uint8_t>(*outcome), annotated ? m.more->st.annotations : std::string_view{}});
+            }
             break;
         }
         relay::settle(m, t->unsettled);
@@ -303,7 +306,7 @@ void peer_connection::attach(relay::message& m) {
     pn_link_set_rcv_settle_mode(l, static_cast<pn_rcv_settle_mode_t>(a.rcv_settle_mode));
     if (producer_batches) relay::offer_batch(l, relay::max_batch, m.relay, credits_ != nullptr);
     if (!a.client_sends && !a.source.address.empty() && !a.source.dynamic)
-        relay::offer_batch(l, relay::max_batch, m.relay, false, relay::presettled_detach_value);
+        relay::offer_batch(l, relay::max_batch, m.relay, false, relay::presettled_detach_value, true);
     t->link = l;
     pn_link_set_context(l, t.get());
     pn_link_open(l);
@@ -353,6 +356,7 @@ void peer_connection::on_remote_open(twin& t) {
         }
         pn_link_flow(t.link, relay::batch_link_deliveries);
         m.x().owner_acks = t.owner_acks = relay::presettled_acks(t.link);
+        t.annotated_outcomes = relay::annotated_outcomes(t.link);
     }
     m.x().source = relay::capture(pn_link_remote_source(t.link));
     m.x().target = relay::capture(pn_link_remote_target(t.link));

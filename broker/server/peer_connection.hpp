@@ -53,6 +53,7 @@ class peer_connection final : public connection_base {
         // or any other reason) and reads the answers the client's side
         // gives before this end's detach (see on_remote_close).
         bool owner_acks = false;
+        bool annotated_outcomes = false; // the owner takes a modified outcome's annotations in records
         bool remote_ended = false;
         bool remote_closed = false;
         uint64_t transfers = 0;       // received from the owner, or sent to it

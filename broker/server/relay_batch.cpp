@@ -68,7 +68,12 @@ bool presettled_detach_answers(pn_link_t* l) {
     return remote_link_property(l, presettled_property) == presettled_detach_value;
 }
 
-void offer_batch(pn_link_t* l, uint32_t n, uint64_t link, bool credit_records, std::string_view presettled) {
+bool annotated_outcomes(pn_link_t* l) {
+    return remote_link_property(l, outcomes_property) == outcomes_annotated_value;
+}
+
+void offer_batch(pn_link_t* l, uint32_t n, uint64_t link, bool credit_records, std::string_view presettled,
+                 bool annotated) {
     const std::string v = std::to_string(n);
     const std::string id = std::to_string(link);
     pn_data_t* d = pn_link_properties(l);
@@ -88,6 +93,10 @@ void offer_batch(pn_link_t* l, uint32_t n, uint64_t link, bool credit_records, s
     if (!presettled.empty()) {
         pn_data_put_symbol(d, bytes_of(presettled_property));
         pn_data_put_string(d, bytes_of(presettled));
+    }
+    if (annotated) {
+        pn_data_put_symbol(d, bytes_of(outcomes_property));
+        pn_data_put_string(d, bytes_of(outcomes_annotated_value));
     }
     pn_data_exit(d);
 }
@@ -118,6 +127,11 @@ void append_control(std::string& out, const control& c) {
     put_be(rec + 9, c.value, 8);
     rec[17] = static_cast<char>(c.arg);
     out.append(rec, sizeof rec);
+    if (c.what != control::annotated) return;
+    char length[4];
+    put_be(length, c.annotations.size(), 4);
+    out.append(length, sizeof length);
+    out.append(c.annotations);
 }
 
 std::optional<engine::outcome_kind> outcome_for(uint64_t state, bool failed, bool undeliverable, bool settled) {
@@ -139,12 +153,20 @@ std::optional<engine::outcome_kind> outcome_for(uint64_t state, bool failed, boo
 
 bool parse_controls(std::string_view in, std::vector<control>& out) {
     out.clear();
-    if (in.empty() || in.size() % control_size != 0) return false;
-    for (; !in.empty(); in.remove_prefix(control_size)) {
+    if (in.empty()) return false;
+    while (!in.empty()) {
+        if (in.size() < control_size) return false;
         const auto kind = static_cast<uint8_t>(in[0]);
-        if (kind != control::credit && kind != control::outcome) return false;
+        if (kind != control::credit && kind != control::outcome && kind != control::annotated) return false;
         out.push_back({static_cast<control::kind>(kind), get_be(in.data() + 1, 8), get_be(in.data() + 9, 8),
-                       static_cast<uint8_t>(in[17])});
+                       static_cast<uint8_t>(in[17]), {}});
+        in.remove_prefix(control_size);
+        if (kind != control::annotated) continue;
+        if (in.size() < 4) return false;
+        const uint64_t n = get_be(in.data(), 4);
+        if (in.size() - 4 < n) return false;
+        out.back().annotations = in.substr(4, n);
+        in.remove_prefix(4 + n);
     }
     return true;
 }

@@ -72,6 +72,12 @@
 //   its twins without its client side's answers (its link for them ended)
 //   detaches them with answers_lost_condition: what is unanswered may have
 //   been sent, and counts as sent.
+// - A modified outcome's message-annotations: the twin's attach also offers
+//   "wharf:relay-outcomes" = "annotations", and an owner that takes them
+//   echoes it. The relay then sends such an outcome as an annotated record
+//   (kind 3: an outcome record, then [u32 length][the encoded map]), and the
+//   owner combines the map with the message's own. Without the echo (an
+//   older owner) the outcome goes without them.
 // - A message larger than the client's max-message-size the relay never
 //   sends (if the owner echoed the property): it answers it with outcome
 //   too_large (engine::outcome_kind), and the owner keeps it for the
@@ -116,7 +122,7 @@ uint32_t batch_size(pn_link_t* l);
 // answers) credit as control records, and a consumer's says that it
 // settles pre-settled messages.
 void offer_batch(pn_link_t* l, uint32_t n, uint64_t link = 0, bool credit_records = false,
-                 std::string_view presettled = {});
+                 std::string_view presettled = {}, bool annotated_outcomes = false);
 // The relay's number for a twin (0: none).
 uint64_t relay_link(pn_link_t* l);
 // Whether the peer's attach offered or answered credit as control records.
@@ -125,6 +131,9 @@ bool credit_records(pn_link_t* l);
 bool presettled_acks(pn_link_t* l);
 // Whether it also answers before it detaches when the owner ended the link.
 bool presettled_detach_answers(pn_link_t* l);
+// Whether the peer takes (or, the owner, answered that it takes) annotated
+// outcome records.
+bool annotated_outcomes(pn_link_t* l);
 
 // ---- a relayed producer's credit ----
 inline constexpr std::string_view credit_property = "wharf:relay-credit";
@@ -138,6 +147,8 @@ inline constexpr std::string_view presettled_property = "wharf:relay-presettled"
 inline constexpr std::string_view presettled_acks_value = "acks";          // the owner's echo
 inline constexpr std::string_view presettled_detach_value = "acks detach"; // the relay's offer
 inline constexpr const char* answers_lost_condition = "wharf:relay-answers-lost";
+inline constexpr std::string_view outcomes_property = "wharf:relay-outcomes";
+inline constexpr std::string_view outcomes_annotated_value = "annotations";
 // Deliveries of a batch link a relay lets the owner have at a time (each
 // holds up to max_batch messages; the messages themselves are paced by the
 // credit the relay passes as control records).
@@ -154,12 +165,13 @@ struct delivery_record {
 };
 bool parse_deliveries(std::string_view in, std::vector<delivery_record>& out);
 
-inline constexpr size_t control_size = 18;
+inline constexpr size_t control_size = 18; // (an annotated outcome's map follows it)
 struct control {
-    enum kind : uint8_t { credit = 1, outcome = 2 } what = credit;
+    enum kind : uint8_t { credit = 1, outcome = 2, annotated = 3 } what = credit;
     uint64_t link = 0;
     uint64_t value = 0; // credit: the limit; outcome: the sequence number
     uint8_t arg = 0;    // credit: drain; outcome: engine::outcome_kind
+    std::string_view annotations; // annotated: the encoded map (parsed: a view into the input)
 };
 void append_control(std::string& out, const control& c);
 

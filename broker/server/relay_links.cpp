@@ -6,6 +6,7 @@
 // with their conditions. No credit is granted here beyond what the other
 // end gave, and an outcome reaches the producer only once the owner gave it.
 
+#include "broker/amqp/annotations.hpp"
 #include "broker/server/amqp_connection.hpp"
 #include "broker/server/pn_util.hpp"
 #include "broker/server/relay_hub.hpp"
@@ -152,6 +153,12 @@ void amqp_connection::relay_disposition(link_ctx& lc, pn_delivery_t* d) {
     m.relay = lc.id;
     m.id = relay::id_of(d);
     relay::capture_state(m, d);
+    // Annotations the owner would refuse end the link here, as there.
+    std::optional<amqp::codec_error> bad;
+    if (m.more && !m.more->st.annotations.empty()) {
+        bad = amqp::check_annotations(m.more->st.annotations);
+        if (bad) m.more->st.annotations.clear();
+    }
     m.settled = pn_delivery_settled(d);
     pn_delivery_clear(d);
     // A terminal outcome settles it here, as at the owner (a client in
@@ -159,6 +166,7 @@ void amqp_connection::relay_disposition(link_ctx& lc, pn_delivery_t* d) {
     const bool terminal = m.state >= PN_ACCEPTED && m.state <= PN_MODIFIED;
     if (m.settled || terminal) pn_delivery_settle(d);
     relay_out_.add(lc.relay, std::move(m));
+    if (bad) end_for_bad_annotations(lc, *bad);
 }
 
 // A message from the owner to the client. One the owner sent pre-settled

@@ -1,5 +1,7 @@
 #include "broker/server/relay_protocol.hpp"
 
+#include "broker/server/pn_util.hpp"
+
 #include <proton/codec.h>
 #include <proton/disposition.h>
 #include <proton/link.h>
@@ -7,20 +9,7 @@
 namespace wharf::server::relay {
 
 namespace {
-std::string encode(pn_data_t* d) {
-    if (d == nullptr || pn_data_size(d) == 0) return {};
-    pn_data_rewind(d);
-    std::string out(256, '\0');
-    for (;;) {
-        const ssize_t n = pn_data_encode(d, out.data(), out.size());
-        if (n >= 0) {
-            out.resize(static_cast<size_t>(n));
-            return out;
-        }
-        if (n != PN_OVERFLOW) return {};
-        out.resize(out.size() * 2);
-    }
-}
+std::string encode(pn_data_t* d) { return encoded(d); }
 
 void decode(const std::string& bytes, pn_data_t* d) {
     pn_data_clear(d);

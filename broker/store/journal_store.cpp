@@ -58,7 +58,17 @@ void journal_store::on_enqueue(std::string_view queue, const engine::queue_entry
     auto& bucket = live_[std::string(queue)];
     live_entry le{0, 0, e.body, e.delivery_count, flags_of(e), e.expiry_ms};
     append_enqueue_record(queue, e.seq, le);
-    if (bucket.insert_or_assign(e.seq, std::move(le)).second) ++live_count_;
+    // A stored message enqueued again (its bytes changed) is replaced:
+    // recovery keeps the last enqueue record of a seq, so the old one is dead.
+    auto [at, added] = bucket.try_emplace(e.seq, std::move(le));
+    if (added) {
+        ++live_count_;
+        return;
+    }
+    auto& old = segments_[at->second.segment];
+    --old.live;
+    old.live_bytes -= at->second.bytes;
+    at->second = std::move(le);
 }
 
 // Only a stored message gets an update record (recovery would ignore one

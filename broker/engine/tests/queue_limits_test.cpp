@@ -140,5 +140,28 @@ TEST(queue_engine, block_policy_rejects_a_message_that_can_never_fit) {
     EXPECT_EQ(r[0].failures[0].err.code, errc::resource_limit_exceeded);
 }
 
+// A message that a modified outcome annotated counts at its new size, and
+// the annotations go only to the message they were for.
+TEST(queue_engine, an_annotated_message_counts_at_its_new_size) {
+    engine_fixture f;
+    auto p = f.producer("q");
+    const std::string a("\x00\x53\x77\xa1\x01" "a", 6), b("\x00\x53\x77\xa1\x01" "b", 6);
+    f.publish(p, {a, b});
+    auto c = f.consumer("q", 10);
+    auto d = f.deliveries();
+    ASSERT_EQ(d.size(), 2u);
+    const std::string map("\xc1\x05\x02\xa3\x01k\x40", 7); // {k: null}
+    f.engine->post(cmd_settle{c, {{d[0].seq, outcome_kind::modified_failed}, {d[1].seq, outcome_kind::released}},
+                              std::nullopt, {{d[0].seq, map}}});
+    d = f.deliveries();
+    ASSERT_EQ(d.size(), 2u);
+    EXPECT_EQ(std::string(d[0].body.bytes()), std::string("\x00\x53\x72", 3) + map + a);
+    EXPECT_EQ(std::string(d[1].body.bytes()), b) << "annotated a message the outcome was not for";
+    EXPECT_EQ(f.stats("q").depth_bytes, a.size() + 3 + map.size() + b.size());
+    f.settle(c, d[0].seq, outcome_kind::accepted);
+    f.settle(c, d[1].seq, outcome_kind::accepted);
+    EXPECT_EQ(f.stats("q").depth_bytes, 0u);
+}
+
 } // namespace
 } // namespace wharf::engine::testing

@@ -3,7 +3,10 @@
 #include "broker/server/tests/component_test.hpp"
 #include "broker/server/tests/raw_peer.hpp"
 
+#include <proton/map.hpp>
 #include <proton/message.hpp>
+#include <proton/source.hpp>
+#include <proton/source_options.hpp>
 
 #include <algorithm>
 #include <set>
@@ -150,6 +153,27 @@ TEST_F(consumers, presettled_messages_never_sent_stay_queued) {
         ASSERT_EQ(got, want) << "round " << round << ": each message once, none lost";
     }
     RecordProperty("rounds_that_showed_something", shown);
+}
+
+// A source filter (a JMS selector, as Proton's receive_selector example
+// sends) is refused rather than echoed: the node applies none, and a
+// consumer that believed it did would take every message of the queue.
+TEST_F(consumers, a_source_filter_is_refused_with_not_implemented_naming_it) {
+    start_broker();
+    auto c = connect();
+    send_texts(*c, "filtered", 1);
+    proton::source::filter_map filters;
+    filters.put(proton::symbol("apache.org:selector-filter:string"), proton::value("colour = 'red'"));
+    test_receiver r = c->open_receiver(
+        "filtered", receiver_credit(10).source(proton::source_options().filters(filters)));
+    auto err = r.wait_error();
+    ASSERT_TRUE(err.has_value()) << "a consumer with a filter was attached";
+    EXPECT_EQ(err->name, "amqp:not-implemented");
+    EXPECT_NE(err->description.find("'apache.org:selector-filter:string'"), std::string::npos) << err->description;
+    EXPECT_EQ(r.message_count(), 0u);
+    test_receiver plain = c->open_receiver("filtered", receiver_credit(10));
+    EXPECT_EQ(bodies(plain.wait_messages(1)), expected_texts(0, 1)) << "the message did not stay for others";
+    plain.settle_all(settle_as::accept);
 }
 
 } // namespace

@@ -2,7 +2,10 @@
 
 #include "broker/server/tests/component_test.hpp"
 
+#include <proton/annotation_key.hpp>
 #include <proton/delivery_mode.hpp>
+#include <proton/map.hpp>
+#include <proton/message.hpp>
 
 namespace wharf::server::test {
 namespace {
@@ -91,6 +94,69 @@ TEST_F(outcomes, modified_undeliverable_here_goes_to_another_link) {
     EXPECT_EQ(body_of(got[0]), "m0");
     EXPECT_EQ(r1.message_count(), 1u) << "redelivered to the link that said undeliverable-here";
     r2.settle_all(settle_as::accept);
+}
+
+// AMQP 1.0 §3.4.5: a modified outcome's message-annotations are combined
+// with the message's own (a key it has takes the new value, the others are
+// added), and the message keeps everything else.
+TEST_F(outcomes, modified_annotations_are_combined_with_the_messages_own) {
+    start_broker();
+    auto c = connect();
+    {
+        test_sender s = c->open_sender("annotated");
+        ASSERT_TRUE(s.wait_open()) << s.wait_error();
+        proton::message m = text_message("m0");
+        m.message_annotations().put(proton::symbol("x-opt-kept"), "as sent");
+        m.message_annotations().put(proton::symbol("x-opt-reason"), "none yet");
+        m.properties().put("app", "prop");
+        s.send(m);
+        ASSERT_EQ(s.wait_outcomes(1).at(0).kind, outcome_kind::accepted);
+    }
+    test_receiver r = c->open_receiver("annotated", receiver_credit(0));
+    r.add_credit(1);
+    ASSERT_EQ(r.wait_messages(1).size(), 1u);
+    r.modify(0, true, {{"x-opt-reason", "retry later"}, {"x-opt-tries", "1"}});
+    sync_with_broker(*c); // the outcome must arrive before the new credit
+    r.add_credit(1);
+    auto got = r.wait_messages(2);
+    ASSERT_EQ(got.size(), 2u);
+    const proton::message& back = got[1].msg;
+    EXPECT_EQ(body_of(got[1]), "m0");
+    EXPECT_EQ(back.delivery_count(), 1u);
+    auto annotation = [&](const char* key) {
+        proton::value v = back.message_annotations().get(proton::symbol(key));
+        return v.empty() ? std::string("(none)") : proton::get<std::string>(v);
+    };
+    EXPECT_EQ(annotation("x-opt-kept"), "as sent");
+    EXPECT_EQ(annotation("x-opt-reason"), "retry later") << "the outcome's value replaces the message's";
+    EXPECT_EQ(annotation("x-opt-tries"), "1") << "a new key is added";
+    EXPECT_EQ(back.message_annotations().size(), 3u);
+    EXPECT_EQ(proton::get<std::string>(back.properties().get("app")), "prop");
+    r.settle_all(settle_as::accept);
+}
+
+// Annotation keys are symbols or ulongs (AMQP 1.0 §3.2.10): a map with
+// string keys ends the consumer's link with amqp:invalid-field, and the
+// message goes back as the outcome says, without them.
+TEST_F(outcomes, modified_annotations_with_string_keys_end_the_link_with_invalid_field) {
+    start_broker();
+    auto c = connect();
+    send_texts(*c, "bad-annotations", 1);
+    test_receiver r = c->open_receiver("bad-annotations", receiver_credit(0));
+    r.add_credit(1); // (no more: the message must not go out again to this link)
+    ASSERT_EQ(r.wait_messages(1).size(), 1u);
+    r.modify(0, true, {{"x-opt-reason", "retry later"}}, true);
+    auto err = r.wait_error();
+    ASSERT_TRUE(err.has_value()) << "the link stayed open";
+    EXPECT_EQ(err->name, "amqp:invalid-field");
+    EXPECT_NE(err->description.find("symbols or ulongs"), std::string::npos) << err->description;
+    test_receiver again = c->open_receiver("bad-annotations", receiver_credit(1));
+    auto got = again.wait_messages(1);
+    ASSERT_EQ(got.size(), 1u) << "the message was lost";
+    EXPECT_EQ(body_of(got[0]), "m0");
+    EXPECT_EQ(got[0].msg.delivery_count(), 1u) << "the outcome was not applied";
+    EXPECT_TRUE(got[0].msg.message_annotations().empty());
+    again.settle_all(settle_as::accept);
 }
 
 TEST_F(outcomes, rejected_goes_to_the_dead_letter_queue) {

@@ -120,6 +120,10 @@ class test_receiver {
     size_t message_count();
     void settle(size_t index, settle_as how);
     void settle_all(settle_as how);   // every unsettled one received so far
+    // Settles modified (delivery-failed as given) with message-annotations:
+    // symbol keys, or string keys (which AMQP does not allow) when asked.
+    void modify(size_t index, bool delivery_failed, const std::vector<std::pair<std::string, std::string>>& annotations,
+                bool string_keys = false);
     void close();
     int id() const { return id_; }
 

@@ -251,6 +251,29 @@ void test_receiver::settle(size_t index, settle_as how) {
         l.settled[index] = true;
     });
 }
+void test_receiver::modify(size_t index, bool delivery_failed,
+                           const std::vector<std::pair<std::string, std::string>>& annotations, bool string_keys) {
+    c_->call([=, c_ = c_, id_ = id_] {
+        std::lock_guard lock(c_->mu_);
+        auto& l = c_->link(id_);
+        if (index >= l.deliveries.size() || l.settled[index]) return;
+        pn_delivery_t* d = pn_of(l.deliveries[index]);
+        pn_disposition_t* disp = pn_delivery_local(d);
+        pn_disposition_set_failed(disp, delivery_failed);
+        pn_data_t* map = pn_disposition_annotations(disp);
+        pn_data_put_map(map);
+        pn_data_enter(map);
+        for (const auto& [k, v] : annotations) {
+            if (string_keys) pn_data_put_string(map, pn_bytes(k.size(), k.data()));
+            else pn_data_put_symbol(map, pn_bytes(k.size(), k.data()));
+            pn_data_put_string(map, pn_bytes(v.size(), v.data()));
+        }
+        pn_data_exit(map);
+        pn_delivery_update(d, PN_MODIFIED);
+        pn_delivery_settle(d);
+        l.settled[index] = true;
+    });
+}
 void test_receiver::settle_all(settle_as how) {
     size_t n = message_count();
     for (size_t i = 0; i < n; ++i) settle(i, how);

@@ -177,5 +177,37 @@ TEST(engine_with_journal, a_message_dead_lettered_while_the_disk_fails_survives_
     }
 }
 
+// A durable message that a consumer's modified outcome annotated is stored
+// again with its new bytes: a restart finds the annotations, once.
+TEST(engine_with_journal, an_annotated_message_is_stored_with_its_annotations) {
+    // Sections: amqp-value "payload"; the outcome's map {x-opt-reason: "retry"}.
+    const std::string message("\x00\x53\x77\xa1\x07payload", 12);
+    const std::string map("\xc1\x16\x02\xa3\x0cx-opt-reason\xa1\x05retry", 24);
+    const std::string annotated = std::string("\x00\x53\x72", 3) + map + message;
+    {
+        engine_on_journal f;
+        ASSERT_TRUE(f.engine);
+        f.publish({engine_on_journal::message(message, true)});
+        ASSERT_TRUE(f.out->wait_published(1));
+        f.engine->post(engine::cmd_attach_consumer{2, "q", false, false, false, f.out});
+        f.engine->post(engine::cmd_credit{2, 1, false});
+        ASSERT_TRUE(f.out->wait_delivered(1));
+        f.engine->post(engine::cmd_settle{2, {{f.out->delivered_[0], engine::outcome_kind::modified_failed}},
+                                          std::nullopt, {{f.out->delivered_[0], map}}});
+        f.engine->stats(); // handled and committed
+        f.engine.reset();
+        f.store.reset();
+        {
+            recovery_report r;
+            auto s = journal_store::open({f.dir.path, "n1"}, r);
+            ASSERT_TRUE(s.has_value()) << s.error();
+            const auto* q = test::queue_of(r, "q");
+            ASSERT_TRUE(q != nullptr && q->size() == 1u) << "the message is lost, or there twice";
+            EXPECT_EQ(std::string((*q)[0].body.bytes()), annotated) << "stored without its annotations";
+            EXPECT_EQ((*q)[0].delivery_count, 1u);
+        }
+    }
+}
+
 } // namespace
 } // namespace wharf::store

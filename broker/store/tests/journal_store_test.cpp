@@ -305,5 +305,69 @@ TEST(journal_store, group_commit_reports_every_epoch) {
     EXPECT_TRUE(w.last_ok);
 }
 
+// A stored message enqueued again with the same seq (a consumer's modified
+// outcome annotated it) is replaced: a restart finds the new bytes, in
+// their place, and the old records' space is reclaimed like any other.
+TEST(journal_store, a_message_stored_again_replaces_its_old_record) {
+    temp_dir dir;
+    journal_options o{dir.path, "n1"};
+    o.segment_bytes = 16 * 1024;
+    const uint64_t n = 400;
+    {
+        recovery_report r;
+        auto s = open_ok(o, r);
+        sync_watch w;
+        w.install(*s);
+        uint64_t e = 0;
+        for (uint64_t i = 1; i <= n; ++i) s->on_enqueue("q", entry(i, std::string(100, 'y')));
+        e = s->commit();
+        for (uint64_t i = 1; i <= n; ++i) {
+            s->on_enqueue("q", entry(i, "z" + std::to_string(i), 1));
+            if (i % 50 == 0) e = s->commit();
+        }
+        ASSERT_TRUE(w.wait(e));
+    }
+    {
+        recovery_report r;
+        auto s = open_ok(o, r);
+        ASSERT_EQ(r.messages, n) << "a replaced message was recovered twice, or not at all";
+        const auto* q = queue_of(r, "q");
+        ASSERT_TRUE(q != nullptr);
+        EXPECT_EQ(bodies(*q).front(), "z1");
+        EXPECT_EQ(bodies(*q).back(), "z" + std::to_string(n));
+        EXPECT_EQ(seqs(*q).front(), 1u);
+        EXPECT_EQ((*q)[0].delivery_count, 1u);
+    }
+}
+
+TEST(journal_store, the_space_of_a_replaced_record_is_reclaimed) {
+    temp_dir dir;
+    journal_options o{dir.path, "n1"};
+    o.segment_bytes = 16 * 1024;
+    recovery_report r;
+    auto s = open_ok(o, r);
+    sync_watch w;
+    w.install(*s);
+    const uint64_t n = 1000;
+    uint64_t e = 0;
+    for (uint64_t i = 1; i <= n; ++i) {
+        s->on_enqueue("q", entry(i, std::string(100, 'y')));
+        if (i % 50 == 0) e = s->commit();
+    }
+    for (uint64_t i = 1; i <= n; ++i) {
+        s->on_enqueue("q", entry(i, std::string(100, 'z'), 1));
+        if (i % 50 == 0) e = s->commit();
+    }
+    ASSERT_TRUE(w.wait(e));
+    EXPECT_GT(s->segments_for_test().size(), 4u);
+    for (uint64_t i = 1; i <= n; ++i) {
+        s->on_remove("q", i);
+        if (i % 50 == 0) e = s->commit();
+    }
+    e = std::max(e, s->commit());
+    ASSERT_TRUE(w.wait(e));
+    EXPECT_LE(s->segments_for_test().size(), 2u) << "segments whose records were all replaced or removed stay";
+}
+
 } // namespace
 } // namespace wharf::store

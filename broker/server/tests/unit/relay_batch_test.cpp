@@ -105,6 +105,32 @@ TEST(relay_batch, control_records_come_back_as_written) {
     EXPECT_FALSE(parse_controls(bad, out)) << "unknown kind";
 }
 
+// An annotated outcome carries the client's map after the fixed part, and
+// the records around it still read as written.
+TEST(relay_batch, an_annotated_outcome_carries_its_map_between_fixed_records) {
+    const std::string map("\xc1\x05\x02\xa3\x01k\x40", 7);
+    std::string in;
+    append_control(in, {control::credit, 1, 10, 0, {}});
+    append_control(in, {control::annotated, 2, 42, 3, map});
+    append_control(in, {control::outcome, 3, 43, 0, {}});
+    std::vector<control> out;
+    ASSERT_TRUE(parse_controls(in, out));
+    ASSERT_EQ(out.size(), 3u);
+    EXPECT_EQ(out[1].what, control::annotated);
+    EXPECT_EQ(out[1].link, 2u);
+    EXPECT_EQ(out[1].value, 42u);
+    EXPECT_EQ(out[1].arg, 3);
+    EXPECT_EQ(out[1].annotations, map);
+    EXPECT_EQ(out[2].what, control::outcome);
+    EXPECT_EQ(out[2].value, 43u);
+    EXPECT_TRUE(out[2].annotations.empty());
+    // Cut inside the map, or inside its length: refused, never read past the end.
+    std::string annotated;
+    append_control(annotated, {control::annotated, 2, 42, 3, map});
+    for (size_t cut = control_size; cut < annotated.size(); ++cut)
+        EXPECT_FALSE(parse_controls(std::string_view(annotated).substr(0, cut), out)) << "cut at " << cut;
+}
+
 TEST(relay_batch, a_clients_disposition_maps_to_the_queues_outcome) {
     using engine::outcome_kind;
     EXPECT_EQ(outcome_for(PN_ACCEPTED, false, false, true), outcome_kind::accepted);
