@@ -66,6 +66,13 @@ class component_test : public ::testing::Test {
     // disposition after the transfers and flow produced in the same output
     // pass, so "settle, then send" can reach the broker as "send, settle".
     // Two attach round trips (anonymous senders need no queue) order it.
+    // That `err` came, is the condition `name`, and says `fragment`.
+    static void expect_condition(const std::optional<amqp_error>& err, const std::string& name,
+                                 const std::string& fragment) {
+        ASSERT_TRUE(err.has_value()) << "no error: the link stayed open";
+        EXPECT_EQ(err->name, name) << *err;
+        EXPECT_NE(err->description.find(fragment), std::string::npos) << err->description;
+    }
     static void sync_with_broker(test_client& c) {
         for (int i = 0; i < 2; ++i) {
             test_sender probe = c.open_anonymous_sender();

@@ -166,10 +166,7 @@ TEST_F(consumers, a_source_filter_is_refused_with_not_implemented_naming_it) {
     filters.put(proton::symbol("apache.org:selector-filter:string"), proton::value("colour = 'red'"));
     test_receiver r = c->open_receiver(
         "filtered", receiver_credit(10).source(proton::source_options().filters(filters)));
-    auto err = r.wait_error();
-    ASSERT_TRUE(err.has_value()) << "a consumer with a filter was attached";
-    EXPECT_EQ(err->name, "amqp:not-implemented");
-    EXPECT_NE(err->description.find("'apache.org:selector-filter:string'"), std::string::npos) << err->description;
+    expect_condition(r.wait_error(), "amqp:not-implemented", "'apache.org:selector-filter:string'");
     EXPECT_EQ(r.message_count(), 0u);
     test_receiver plain = c->open_receiver("filtered", receiver_credit(10));
     EXPECT_EQ(bodies(plain.wait_messages(1)), expected_texts(0, 1)) << "the message did not stay for others";

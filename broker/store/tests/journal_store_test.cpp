@@ -234,10 +234,9 @@ TEST(journal_store, space_is_reclaimed_after_a_queue_drains) {
     temp_dir dir;
     journal_options o{dir.path, "n1"};
     o.segment_bytes = 64 * 1024;
-    recovery_report r;
-    auto s = open_ok(o, r);
-    sync_watch w;
-    w.install(*s);
+    watched_store ws(o);
+    auto& s = ws.s;
+    auto& w = ws.w;
     const std::string body(200, 'x');
     uint64_t e = 0;
     for (uint64_t i = 1; i <= 5000; ++i) {
@@ -314,18 +313,15 @@ TEST(journal_store, a_message_stored_again_replaces_its_old_record) {
     o.segment_bytes = 16 * 1024;
     const uint64_t n = 400;
     {
-        recovery_report r;
-        auto s = open_ok(o, r);
-        sync_watch w;
-        w.install(*s);
+        watched_store ws(o);
         uint64_t e = 0;
-        for (uint64_t i = 1; i <= n; ++i) s->on_enqueue("q", entry(i, std::string(100, 'y')));
-        e = s->commit();
+        for (uint64_t i = 1; i <= n; ++i) ws.s->on_enqueue("q", entry(i, std::string(100, 'y')));
+        e = ws.s->commit();
         for (uint64_t i = 1; i <= n; ++i) {
-            s->on_enqueue("q", entry(i, "z" + std::to_string(i), 1));
-            if (i % 50 == 0) e = s->commit();
+            ws.s->on_enqueue("q", entry(i, "z" + std::to_string(i), 1));
+            if (i % 50 == 0) e = ws.s->commit();
         }
-        ASSERT_TRUE(w.wait(e));
+        ASSERT_TRUE(ws.w.wait(e));
     }
     {
         recovery_report r;
@@ -344,10 +340,9 @@ TEST(journal_store, the_space_of_a_replaced_record_is_reclaimed) {
     temp_dir dir;
     journal_options o{dir.path, "n1"};
     o.segment_bytes = 16 * 1024;
-    recovery_report r;
-    auto s = open_ok(o, r);
-    sync_watch w;
-    w.install(*s);
+    watched_store ws(o);
+    auto& s = ws.s;
+    auto& w = ws.w;
     const uint64_t n = 1000;
     uint64_t e = 0;
     for (uint64_t i = 1; i <= n; ++i) {

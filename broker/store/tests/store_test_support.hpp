@@ -69,6 +69,17 @@ inline std::unique_ptr<journal_store> open_ok(const journal_options& o, recovery
     return s ? std::move(s.value()) : nullptr;
 }
 
+// A store opened on `o` (its recovery must succeed), its syncs watched.
+// (The store goes first, so its last sync finds the watch.)
+struct watched_store {
+    explicit watched_store(const journal_options& o) : s(open_ok(o, report)) {
+        if (s) w.install(*s);
+    }
+    recovery_report report;
+    sync_watch w;
+    std::unique_ptr<journal_store> s;
+};
+
 inline std::vector<std::string> bodies(const std::vector<engine::queue_entry>& es) {
     std::vector<std::string> out;
     for (auto& e : es) out.emplace_back(e.body.bytes());
