@@ -406,7 +406,16 @@ result<message_info, codec_error> scan_message(std::string_view bytes) {
             info.has_header = true;
             info.header_end = s.pos();
             break;
-        case section::properties: ok = s.read_properties(info); break;
+        case section::properties:
+            info.properties_at = at;
+            ok = s.read_properties(info);
+            info.properties_end = s.pos();
+            break;
+        case section::application_properties:
+            info.application_properties_at = at;
+            ok = s.skip_section_value(sec);
+            info.application_properties_end = s.pos();
+            break;
         case section::data:
         case section::amqp_sequence:
         case section::amqp_value:

@@ -59,6 +59,10 @@ struct message_info {
     // header and delivery-annotations).
     size_t annotations_at = 0;
     size_t annotations_end = 0;
+    // The properties and application-properties sections' bytes (both 0
+    // when absent), for what reads more of them (selectors).
+    size_t properties_at = 0, properties_end = 0;
+    size_t application_properties_at = 0, application_properties_end = 0;
 };
 
 // Reads `bytes` as one complete message. Every section is skipped over

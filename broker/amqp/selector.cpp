@@ -1,0 +1,301 @@
+// Evaluating a parsed JMS selector against a message's bytes; see
+// selector.hpp for the semantics and selector_parse.cpp for the grammar.
+
+#include "broker/amqp/selector.hpp"
+
+#include "broker/amqp/message_codec.hpp"
+#include "broker/amqp/selector_node.hpp"
+#include "broker/amqp/value_cursor.hpp"
+
+#include <cmath>
+#include <cstring>
+
+namespace wharf::amqp {
+namespace {
+
+using node = selector::node;
+using op = node::op;
+
+uint64_t be(std::string_view b, size_t from, size_t n) {
+    uint64_t v = 0;
+    for (size_t i = 0; i < n; ++i) v = (v << 8) | static_cast<unsigned char>(b[from + i]);
+    return v;
+}
+
+// One whole encoded value (constructor included) as a selector sees it.
+sel_value decode(std::string_view raw) {
+    const auto code = static_cast<uint8_t>(raw[0]);
+    switch (code) {
+    case 0x41: return true;
+    case 0x42: return false;
+    case 0x56: return raw[1] != 0;
+    case 0x43: case 0x44: return int64_t{0};
+    case 0x50: case 0x52: case 0x53: return static_cast<int64_t>(be(raw, 1, 1));
+    case 0x51: case 0x54: case 0x55: return static_cast<int64_t>(static_cast<int8_t>(be(raw, 1, 1)));
+    case 0x60: return static_cast<int64_t>(be(raw, 1, 2));
+    case 0x61: return static_cast<int64_t>(static_cast<int16_t>(be(raw, 1, 2)));
+    case 0x70: return static_cast<int64_t>(be(raw, 1, 4));
+    case 0x71: return static_cast<int64_t>(static_cast<int32_t>(be(raw, 1, 4)));
+    case 0x80: {
+        const uint64_t v = be(raw, 1, 8);
+        if (v > static_cast<uint64_t>(INT64_MAX)) return static_cast<double>(v);
+        return static_cast<int64_t>(v);
+    }
+    case 0x81: case 0x83: return static_cast<int64_t>(be(raw, 1, 8));
+    case 0x72: {
+        const auto bits = static_cast<uint32_t>(be(raw, 1, 4));
+        float f;
+        std::memcpy(&f, &bits, sizeof f);
+        return static_cast<double>(f);
+    }
+    case 0x82: {
+        const uint64_t bits = be(raw, 1, 8);
+        double d;
+        std::memcpy(&d, &bits, sizeof d);
+        return d;
+    }
+    case 0xa1: case 0xa3: return std::string(raw.substr(2));
+    case 0xb1: case 0xb3: return std::string(raw.substr(5));
+    default: return {}; // null, or a type selectors do not compare
+    }
+}
+
+// The message's fields, looked up by name as the selector asks for them.
+class fields {
+  public:
+    fields(std::string_view bytes, const message_info& info) : bytes_(bytes), info_(info) {}
+
+    sel_value get(const std::string& name) const {
+        if (name == "JMSPriority") return static_cast<int64_t>(info_.header.priority);
+        if (name == "JMSDeliveryMode") return std::string(info_.header.durable ? "PERSISTENT" : "NON_PERSISTENT");
+        if (name == "JMSMessageID") return string_only(property_field(0));
+        if (name == "JMSCorrelationID") return string_only(property_field(5));
+        if (name == "JMSTimestamp") return property_field(9);
+        return application_property(name);
+    }
+
+  private:
+    static sel_value string_only(sel_value v) { return std::holds_alternative<std::string>(v) ? v : sel_value{}; }
+
+    // A section's value: past its 0x00 and descriptor. False when absent.
+    bool open_section(size_t at, size_t end, value_cursor& c, size_t& value_end, uint32_t& count) const {
+        if (end <= at) return false;
+        c.take(at + 1);
+        if (!c.skip_value(end, 1) || !c.need(1, end, "a section")) return false;
+        const size_t v = c.pos();
+        const uint8_t code = c.u8();
+        if (code == 0x40 || code == 0x45) return false; // null, or an empty list
+        return c.open_compound(code, v, end, value_end, count);
+    }
+
+    sel_value property_field(uint32_t index) const {
+        value_cursor c(bytes_);
+        size_t end = 0;
+        uint32_t count = 0;
+        if (!open_section(info_.properties_at, info_.properties_end, c, end, count) || index >= count) return {};
+        for (uint32_t i = 0; i < index; ++i)
+            if (!c.skip_value(end, 1)) return {};
+        const size_t at = c.pos();
+        if (!c.skip_value(end, 1)) return {};
+        return decode(c.since(at));
+    }
+
+    sel_value application_property(const std::string& name) const {
+        value_cursor c(bytes_);
+        size_t end = 0;
+        uint32_t count = 0;
+        if (!open_section(info_.application_properties_at, info_.application_properties_end, c, end, count))
+            return {};
+        for (uint32_t i = 0; i + 1 < count; i += 2) {
+            const size_t key_at = c.pos();
+            if (!c.skip_value(end, 1)) return {};
+            const sel_value key = decode(c.since(key_at));
+            const size_t value_at = c.pos();
+            if (!c.skip_value(end, 1)) return {};
+            if (const auto* k = std::get_if<std::string>(&key); k != nullptr && *k == name)
+                return decode(c.since(value_at));
+        }
+        return {};
+    }
+
+    std::string_view bytes_;
+    const message_info& info_;
+};
+
+bool is_null(const sel_value& v) { return std::holds_alternative<std::monostate>(v); }
+bool is_number(const sel_value& v) { return std::holds_alternative<int64_t>(v) || std::holds_alternative<double>(v); }
+double as_double(const sel_value& v) {
+    return std::holds_alternative<int64_t>(v) ? static_cast<double>(std::get<int64_t>(v)) : std::get<double>(v);
+}
+// A condition's value: true, false, or unknown (anything but a boolean).
+const bool* as_bool(const sel_value& v) { return std::get_if<bool>(&v); }
+
+sel_value compare(op o, const sel_value& a, const sel_value& b) {
+    if (is_null(a) || is_null(b)) return {};
+    int order = 0; // a <=> b
+    if (is_number(a) && is_number(b)) {
+        if (std::holds_alternative<int64_t>(a) && std::holds_alternative<int64_t>(b)) {
+            const int64_t x = std::get<int64_t>(a), y = std::get<int64_t>(b);
+            order = x < y ? -1 : x > y ? 1 : 0;
+        } else {
+            const double x = as_double(a), y = as_double(b);
+            if (std::isnan(x) || std::isnan(y)) return o == op::ne;
+            order = x < y ? -1 : x > y ? 1 : 0;
+        }
+    } else if (a.index() == b.index() && (o == op::eq || o == op::ne)) {
+        order = a == b ? 0 : 1; // strings and booleans: = and <> only
+    } else {
+        return false; // unlike types, or an order of strings or booleans
+    }
+    switch (o) {
+    case op::eq: return order == 0;
+    case op::ne: return order != 0;
+    case op::lt: return order < 0;
+    case op::gt: return order > 0;
+    case op::le: return order <= 0;
+    case op::ge: return order >= 0;
+    default: return {};
+    }
+}
+
+sel_value arithmetic(op o, const sel_value& a, const sel_value& b) {
+    if (!is_number(a) || !is_number(b)) return {};
+    if (std::holds_alternative<int64_t>(a) && std::holds_alternative<int64_t>(b)) {
+        const int64_t x = std::get<int64_t>(a), y = std::get<int64_t>(b);
+        int64_t r = 0;
+        switch (o) {
+        case op::add: if (!__builtin_add_overflow(x, y, &r)) return r; break;
+        case op::sub: if (!__builtin_sub_overflow(x, y, &r)) return r; break;
+        case op::mul: if (!__builtin_mul_overflow(x, y, &r)) return r; break;
+        default:
+            if (y == 0) return {};
+            if (x == INT64_MIN && y == -1) break;
+            return x / y;
+        }
+    }
+    const double x = as_double(a), y = as_double(b);
+    switch (o) {
+    case op::add: return x + y;
+    case op::sub: return x - y;
+    case op::mul: return x * y;
+    default: return y == 0 ? sel_value{} : sel_value{x / y};
+    }
+}
+
+// SQL LIKE over code points: % any run, _ one, `escape` makes the next literal.
+bool like(std::string_view s, std::string_view p, int escape) {
+    auto step = [](std::string_view t, size_t i) { // the code point's length at i
+        size_t n = 1;
+        while (i + n < t.size() && (static_cast<unsigned char>(t[i + n]) & 0xc0) == 0x80) ++n;
+        return n;
+    };
+    size_t si = 0, pi = 0, star_p = std::string_view::npos, star_s = 0;
+    while (si < s.size()) {
+        if (pi < p.size()) {
+            const bool escaped = escape >= 0 && static_cast<unsigned char>(p[pi]) == escape && pi + 1 < p.size();
+            const size_t at = escaped ? pi + 1 : pi;
+            const size_t plen = step(p, at), slen = step(s, si);
+            if (!escaped && p[pi] == '%') {
+                star_p = ++pi;
+                star_s = si;
+                continue;
+            }
+            if ((!escaped && p[pi] == '_') || p.substr(at, plen) == s.substr(si, slen)) {
+                pi = at + plen;
+                si += slen;
+                continue;
+            }
+        }
+        if (star_p == std::string_view::npos) return false;
+        pi = star_p;
+        star_s += step(s, star_s);
+        si = star_s;
+    }
+    while (pi < p.size() && p[pi] == '%' && !(escape == '%')) ++pi;
+    return pi == p.size();
+}
+
+sel_value eval(const node& n, const fields& f) {
+    auto kid = [&](size_t i) { return eval(*n.kids[i], f); };
+    auto negate = [&](sel_value v) -> sel_value {
+        const bool* b = as_bool(v);
+        return b == nullptr ? sel_value{} : sel_value{!*b};
+    };
+    switch (n.o) {
+    case op::literal: return n.value;
+    case op::identifier: return f.get(n.name);
+    case op::or_: {
+        const sel_value a = kid(0);
+        if (const bool* x = as_bool(a); x && *x) return true;
+        const sel_value b = kid(1);
+        if (const bool* y = as_bool(b); y && *y) return true;
+        if (as_bool(a) && as_bool(b)) return false;
+        return {};
+    }
+    case op::and_: {
+        const sel_value a = kid(0);
+        if (const bool* x = as_bool(a); x && !*x) return false;
+        const sel_value b = kid(1);
+        if (const bool* y = as_bool(b); y && !*y) return false;
+        if (as_bool(a) && as_bool(b)) return true;
+        return {};
+    }
+    case op::not_: return negate(kid(0));
+    case op::eq: case op::ne: case op::lt: case op::gt: case op::le: case op::ge:
+        return compare(n.o, kid(0), kid(1));
+    case op::add: case op::sub: case op::mul: case op::div: return arithmetic(n.o, kid(0), kid(1));
+    case op::neg: {
+        const sel_value v = kid(0);
+        if (const auto* i = std::get_if<int64_t>(&v)) return *i == INT64_MIN ? sel_value{-static_cast<double>(*i)} : sel_value{-*i};
+        if (const auto* d = std::get_if<double>(&v)) return -*d;
+        return {};
+    }
+    case op::between: {
+        const sel_value v = kid(0);
+        const sel_value low = compare(op::ge, v, kid(1)), high = compare(op::le, v, kid(2));
+        const bool *l = as_bool(low), *h = as_bool(high);
+        sel_value both = (l && !*l) || (h && !*h) ? sel_value{false} : l && h ? sel_value{true} : sel_value{};
+        return n.negated ? negate(both) : both;
+    }
+    case op::in: {
+        const sel_value v = kid(0);
+        if (is_null(v)) return {};
+        const auto* s = std::get_if<std::string>(&v);
+        bool found = false;
+        for (const auto& m : n.set) found = found || (s != nullptr && *s == m);
+        return s == nullptr ? sel_value{false} : sel_value{found != n.negated};
+    }
+    case op::like: {
+        const sel_value v = kid(0);
+        if (is_null(v)) return {};
+        const auto* s = std::get_if<std::string>(&v);
+        if (s == nullptr) return false;
+        return like(*s, n.pattern, n.escape) != n.negated;
+    }
+    case op::is_null: return is_null(kid(0)) != n.negated;
+    }
+    return {};
+}
+
+} // namespace
+
+selector::selector(std::unique_ptr<node> root) : root_(std::move(root)) {}
+selector::~selector() = default;
+
+result<std::shared_ptr<const selector>, std::string> selector::parse(std::string_view text) {
+    if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) return std::shared_ptr<const selector>();
+    auto root = parse_selector(text);
+    if (!root) return fail(root.error());
+    return std::shared_ptr<const selector>(new selector(std::move(root.value())));
+}
+
+bool selector::matches(std::string_view bytes) const {
+    auto info = scan_message(bytes);
+    if (!info) return false;
+    const fields f(bytes, *info);
+    const sel_value v = eval(*root_, f);
+    const bool* b = as_bool(v);
+    return b != nullptr && *b;
+}
+
+} // namespace wharf::amqp

@@ -1,0 +1,55 @@
+#pragma once
+// JMS message selectors (JMS 2.0 §3.8.1, the SQL-92 subset), as a consumer
+// asks for one in its source's filter "apache.org:selector-filter:string"
+// (the AMQP JMS mapping; Qpid JMS, Proton's receive_selector example).
+//
+// A selector is parsed once, at attach, and then decides for each message
+// whether the consumer may have it. It reads the message's bytes as they
+// are (no proton::message): application-properties by name, and these
+// header names from the AMQP sections:
+//   JMSPriority      header.priority (4 when absent)
+//   JMSDeliveryMode  'PERSISTENT' when header.durable, else 'NON_PERSISTENT'
+//   JMSTimestamp     properties.creation-time (ms since the epoch)
+//   JMSMessageID     properties.message-id, when it is a string
+//   JMSCorrelationID properties.correlation-id, when it is a string
+// Any other identifier is an application property (NULL when absent, or of
+// a type selectors do not compare: binary, uuid, lists, maps, ...).
+//
+// Semantics as JMS: three-valued logic (a comparison with NULL is unknown,
+// and only true selects); numbers compare across integer and real; strings
+// and booleans compare only with = and <>; a comparison of unlike types is
+// false. Keywords are case-insensitive, identifiers are not.
+//
+// Immutable once parsed: matches() may run on any thread.
+
+#include "broker/common/result.hpp"
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace wharf::amqp {
+
+// The filter's key, and its descriptor code (described value of a string).
+inline constexpr std::string_view selector_filter_key = "apache.org:selector-filter:string";
+inline constexpr uint64_t selector_filter_code = 0x0000468C00000004ULL;
+
+class selector {
+  public:
+    // The selector, or why it is not one (with the offset, for a person).
+    // An empty (or blank) selector selects everything: nullptr.
+    static result<std::shared_ptr<const selector>, std::string> parse(std::string_view text);
+    ~selector();
+
+    // Whether the encoded message `bytes` is selected. A message whose
+    // sections do not scan is not.
+    bool matches(std::string_view bytes) const;
+
+    struct node;
+
+  private:
+    explicit selector(std::unique_ptr<node> root);
+    std::unique_ptr<node> root_;
+};
+
+} // namespace wharf::amqp

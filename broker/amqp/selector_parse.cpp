@@ -1,0 +1,365 @@
+// A recursive-descent parser for JMS selectors (JMS 2.0 §3.8.1.1), from
+// the loosest binding to the tightest:
+//   or      := and {OR and}
+//   and     := not {AND not}
+//   not     := NOT not | test
+//   test    := sum [ (= | <> | < | > | <= | >=) sum
+//                  | [NOT] BETWEEN sum AND sum
+//                  | [NOT] IN ( string {, string} )
+//                  | [NOT] LIKE string [ESCAPE string]
+//                  | IS [NOT] NULL ]
+//   sum     := product {(+ | -) product}
+//   product := unary {(* | /) unary}
+//   unary   := (+ | -) unary | primary
+//   primary := literal | identifier | ( or )
+
+#include "broker/amqp/selector_node.hpp"
+
+#include <cctype>
+#include <charconv>
+#include <cstdlib>
+
+namespace wharf::amqp {
+namespace {
+
+using node = selector::node;
+using node_ptr = std::unique_ptr<node>;
+
+struct token {
+    enum kind { end, ident, keyword, string, integer, real, symbol } k = end;
+    std::string text; // keyword: upper case; symbol: the operator
+    int64_t i = 0;
+    double d = 0;
+    size_t at = 0;
+};
+
+constexpr std::string_view keywords[] = {"AND", "OR", "NOT", "BETWEEN", "IN", "LIKE", "ESCAPE", "IS", "NULL", "TRUE", "FALSE"};
+
+bool ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_' || c == '$'; }
+bool ident_part(char c) { return ident_start(c) || std::isdigit(static_cast<unsigned char>(c)); }
+
+class parser {
+  public:
+    explicit parser(std::string_view text) : s_(text) {}
+
+    result<node_ptr, std::string> run() {
+        if (!next()) return fail(err_);
+        node_ptr root = parse_or();
+        if (!root) return fail(err_);
+        if (tok_.k != token::end) return fail(error_at(tok_.at, "unexpected '" + tok_.text + "'"));
+        return root;
+    }
+
+  private:
+    std::string error_at(size_t at, const std::string& what) {
+        return "selector: " + what + " at offset " + std::to_string(at);
+    }
+    node_ptr bad(const std::string& what) {
+        if (err_.empty()) err_ = error_at(tok_.at, what);
+        return nullptr;
+    }
+
+    // ---- lexer ----
+    bool next() {
+        while (pos_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[pos_]))) ++pos_;
+        tok_ = token{};
+        tok_.at = pos_;
+        if (pos_ >= s_.size()) return true;
+        const char c = s_[pos_];
+        if (ident_start(c)) {
+            size_t e = pos_;
+            while (e < s_.size() && ident_part(s_[e])) ++e;
+            tok_.text = std::string(s_.substr(pos_, e - pos_));
+            pos_ = e;
+            std::string upper = tok_.text;
+            for (char& ch : upper) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+            tok_.k = token::ident;
+            for (auto k : keywords)
+                if (upper == k) {
+                    tok_.k = token::keyword;
+                    tok_.text = upper;
+                }
+            return true;
+        }
+        if (c == '\'') {
+            std::string out;
+            for (size_t i = pos_ + 1;; ++i) {
+                if (i >= s_.size()) {
+                    err_ = error_at(pos_, "a string that never ends");
+                    return false;
+                }
+                if (s_[i] == '\'') {
+                    if (i + 1 < s_.size() && s_[i + 1] == '\'') {
+                        out.push_back('\'');
+                        ++i;
+                        continue;
+                    }
+                    pos_ = i + 1;
+                    break;
+                }
+                out.push_back(s_[i]);
+            }
+            tok_.k = token::string;
+            tok_.text = std::move(out);
+            return true;
+        }
+        if (std::isdigit(static_cast<unsigned char>(c)) || (c == '.' && pos_ + 1 < s_.size() &&
+                                                           std::isdigit(static_cast<unsigned char>(s_[pos_ + 1]))))
+            return number();
+        static constexpr std::string_view two[] = {"<>", "<=", ">="};
+        for (auto op : two)
+            if (s_.substr(pos_, 2) == op) {
+                tok_.k = token::symbol;
+                tok_.text = std::string(op);
+                pos_ += 2;
+                return true;
+            }
+        if (std::string_view("=<>+-*/(),").find(c) != std::string_view::npos) {
+            tok_.k = token::symbol;
+            tok_.text = std::string(1, c);
+            ++pos_;
+            return true;
+        }
+        err_ = error_at(pos_, std::string("unexpected character '") + c + "'");
+        return false;
+    }
+
+    bool number() {
+        size_t e = pos_;
+        bool real = false;
+        while (e < s_.size() && std::isdigit(static_cast<unsigned char>(s_[e]))) ++e;
+        if (e < s_.size() && s_[e] == '.') {
+            real = true;
+            ++e;
+            while (e < s_.size() && std::isdigit(static_cast<unsigned char>(s_[e]))) ++e;
+        }
+        if (e < s_.size() && (s_[e] == 'e' || s_[e] == 'E')) {
+            size_t x = e + 1;
+            if (x < s_.size() && (s_[x] == '+' || s_[x] == '-')) ++x;
+            if (x < s_.size() && std::isdigit(static_cast<unsigned char>(s_[x]))) {
+                real = true;
+                e = x;
+                while (e < s_.size() && std::isdigit(static_cast<unsigned char>(s_[e]))) ++e;
+            }
+        }
+        const std::string text(s_.substr(pos_, e - pos_));
+        if (real || (e < s_.size() && (s_[e] == 'f' || s_[e] == 'F' || s_[e] == 'd' || s_[e] == 'D'))) {
+            tok_.k = token::real;
+            tok_.d = std::strtod(text.c_str(), nullptr);
+            if (e < s_.size() && std::string_view("fFdD").find(s_[e]) != std::string_view::npos) ++e;
+        } else {
+            tok_.k = token::integer;
+            const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), tok_.i);
+            if (ec != std::errc()) {
+                err_ = error_at(pos_, "the number " + text + " is too large");
+                return false;
+            }
+            if (e < s_.size() && (s_[e] == 'l' || s_[e] == 'L')) ++e;
+        }
+        tok_.text = text;
+        pos_ = e;
+        if (pos_ < s_.size() && ident_part(s_[pos_])) {
+            err_ = error_at(pos_, "a number runs into '" + std::string(1, s_[pos_]) + "'");
+            return false;
+        }
+        return true;
+    }
+
+    bool is_kw(std::string_view k) const { return tok_.k == token::keyword && tok_.text == k; }
+    bool is_sym(std::string_view k) const { return tok_.k == token::symbol && tok_.text == k; }
+    // Consumes the keyword or symbol if it is next.
+    bool take_kw(std::string_view k) { return is_kw(k) && next(); }
+    bool take_sym(std::string_view k) { return is_sym(k) && next(); }
+
+    static node_ptr make(node::op o, node_ptr a = nullptr, node_ptr b = nullptr) {
+        auto n = std::make_unique<node>();
+        n->o = o;
+        if (a) n->kids.push_back(std::move(a));
+        if (b) n->kids.push_back(std::move(b));
+        return n;
+    }
+
+    // ---- grammar ----
+    node_ptr parse_or() {
+        node_ptr left = parse_and();
+        while (left && is_kw("OR")) {
+            if (!next()) return nullptr;
+            node_ptr right = parse_and();
+            if (!right) return nullptr;
+            left = make(node::op::or_, std::move(left), std::move(right));
+        }
+        return left;
+    }
+    node_ptr parse_and() {
+        node_ptr left = parse_not();
+        while (left && is_kw("AND")) {
+            if (!next()) return nullptr;
+            node_ptr right = parse_not();
+            if (!right) return nullptr;
+            left = make(node::op::and_, std::move(left), std::move(right));
+        }
+        return left;
+    }
+    // Nesting (parentheses, NOT, signs) has a bound, so that a hostile
+    // selector cannot exhaust the stack.
+    struct nest {
+        explicit nest(int& d) : d_(d) { ++d_; }
+        ~nest() { --d_; }
+        int& d_;
+    };
+    static constexpr int max_depth = 100;
+
+    node_ptr parse_not() {
+        nest n(depth_);
+        if (depth_ > max_depth) return bad("the selector nests too deeply");
+        if (is_kw("NOT")) {
+            if (!next()) return nullptr;
+            node_ptr inner = parse_not();
+            return inner ? make(node::op::not_, std::move(inner)) : nullptr;
+        }
+        return parse_test();
+    }
+    node_ptr parse_test() {
+        node_ptr left = parse_sum();
+        if (!left) return nullptr;
+        static const std::pair<std::string_view, node::op> comparisons[] = {
+            {"=", node::op::eq}, {"<>", node::op::ne}, {"<", node::op::lt},
+            {">", node::op::gt}, {"<=", node::op::le}, {">=", node::op::ge}};
+        for (const auto& [sym, o] : comparisons)
+            if (is_sym(sym)) {
+                if (!next()) return nullptr;
+                node_ptr right = parse_sum();
+                return right ? make(o, std::move(left), std::move(right)) : nullptr;
+            }
+        if (is_kw("IS")) {
+            if (!next()) return nullptr;
+            node_ptr n = make(node::op::is_null, std::move(left));
+            n->negated = is_kw("NOT");
+            if (n->negated && !next()) return nullptr;
+            if (!is_kw("NULL")) return bad("IS must be followed by [NOT] NULL");
+            return next() ? std::move(n) : nullptr;
+        }
+        bool negated = false;
+        if (is_kw("NOT")) {
+            negated = true;
+            if (!next()) return nullptr;
+            if (!is_kw("BETWEEN") && !is_kw("IN") && !is_kw("LIKE")) return bad("NOT here must be followed by BETWEEN, IN or LIKE");
+        }
+        if (is_kw("BETWEEN")) {
+            if (!next()) return nullptr;
+            node_ptr low = parse_sum();
+            if (!low) return nullptr;
+            if (!is_kw("AND")) return bad("BETWEEN needs AND");
+            if (!next()) return nullptr;
+            node_ptr high = parse_sum();
+            if (!high) return nullptr;
+            node_ptr n = make(node::op::between, std::move(left), std::move(low));
+            n->kids.push_back(std::move(high));
+            n->negated = negated;
+            return n;
+        }
+        if (is_kw("IN")) {
+            if (left->o != node::op::identifier) return bad("IN applies to a property name");
+            if (!next()) return nullptr;
+            if (!is_sym("(")) return bad("IN needs a list in parentheses");
+            node_ptr n = make(node::op::in, std::move(left));
+            n->negated = negated;
+            do {
+                if (!next()) return nullptr;
+                if (tok_.k != token::string) return bad("IN lists only strings");
+                n->set.push_back(tok_.text);
+                if (!next()) return nullptr;
+            } while (is_sym(","));
+            if (!is_sym(")")) return bad("the IN list does not end with ')'");
+            return next() ? std::move(n) : nullptr;
+        }
+        if (is_kw("LIKE")) {
+            if (left->o != node::op::identifier) return bad("LIKE applies to a property name");
+            if (!next()) return nullptr;
+            if (tok_.k != token::string) return bad("LIKE needs a pattern string");
+            node_ptr n = make(node::op::like, std::move(left));
+            n->negated = negated;
+            n->pattern = tok_.text;
+            if (!next()) return nullptr;
+            if (is_kw("ESCAPE")) {
+                if (!next()) return nullptr;
+                if (tok_.k != token::string || tok_.text.size() != 1) return bad("ESCAPE needs a one-character string");
+                n->escape = static_cast<unsigned char>(tok_.text[0]);
+                if (!next()) return nullptr;
+            }
+            return n;
+        }
+        return left;
+    }
+    node_ptr parse_sum() {
+        node_ptr left = parse_product();
+        while (left && (is_sym("+") || is_sym("-"))) {
+            const node::op o = is_sym("+") ? node::op::add : node::op::sub;
+            if (!next()) return nullptr;
+            node_ptr right = parse_product();
+            if (!right) return nullptr;
+            left = make(o, std::move(left), std::move(right));
+        }
+        return left;
+    }
+    node_ptr parse_product() {
+        node_ptr left = parse_unary();
+        while (left && (is_sym("*") || is_sym("/"))) {
+            const node::op o = is_sym("*") ? node::op::mul : node::op::div;
+            if (!next()) return nullptr;
+            node_ptr right = parse_unary();
+            if (!right) return nullptr;
+            left = make(o, std::move(left), std::move(right));
+        }
+        return left;
+    }
+    node_ptr parse_unary() {
+        nest n(depth_);
+        if (depth_ > max_depth) return bad("the selector nests too deeply");
+        if (is_sym("+") || is_sym("-")) {
+            const bool minus = is_sym("-");
+            if (!next()) return nullptr;
+            node_ptr inner = parse_unary();
+            if (!inner) return nullptr;
+            return minus ? make(node::op::neg, std::move(inner)) : std::move(inner);
+        }
+        return parse_primary();
+    }
+    node_ptr parse_primary() {
+        node_ptr n;
+        switch (tok_.k) {
+        case token::end: return bad("the selector ends too soon");
+        case token::string: n = make(node::op::literal); n->value = tok_.text; break;
+        case token::integer: n = make(node::op::literal); n->value = tok_.i; break;
+        case token::real: n = make(node::op::literal); n->value = tok_.d; break;
+        case token::ident: n = make(node::op::identifier); n->name = tok_.text; break;
+        case token::keyword:
+            if (tok_.text != "TRUE" && tok_.text != "FALSE") return bad("unexpected " + tok_.text);
+            n = make(node::op::literal);
+            n->value = tok_.text == "TRUE";
+            break;
+        case token::symbol:
+            if (tok_.text != "(") return bad("unexpected '" + tok_.text + "'");
+            if (!next()) return nullptr;
+            n = parse_or();
+            if (!n) return nullptr;
+            if (!is_sym(")")) return bad("a '(' is never closed");
+            break;
+        }
+        return next() ? std::move(n) : nullptr;
+    }
+
+    std::string_view s_;
+    size_t pos_ = 0;
+    token tok_;
+    std::string err_;
+    int depth_ = 0;
+};
+
+} // namespace
+
+result<std::unique_ptr<selector::node>, std::string> parse_selector(std::string_view text) {
+    return parser(text).run();
+}
+
+} // namespace wharf::amqp

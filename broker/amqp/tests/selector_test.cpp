@@ -1,0 +1,145 @@
+// JMS selectors: what they select, read from messages Proton encodes, and
+// what they refuse to parse.
+
+#include "broker/amqp/selector.hpp"
+#include "amqp_builder.hpp"
+
+#include <proton/codec.h>
+
+namespace wharf::amqp::test {
+namespace {
+
+// A message with application-properties colour = 'red', weight = 2.5,
+// count = 7 (int), big = 9000000000 (long), flag = true, bin = binary; a
+// durable header with priority 7; message-id 'id-1', creation-time 1000.
+std::string sample() {
+    auto m = make_pn_message();
+    pn_message_set_durable(m.get(), true);
+    pn_message_set_priority(m.get(), 7);
+    pn_data_put_string(pn_message_id(m.get()), pn_str("id-1"));
+    pn_message_set_creation_time(m.get(), 1000);
+    pn_data_t* p = pn_message_properties(m.get());
+    pn_data_put_map(p);
+    pn_data_enter(p);
+    pn_data_put_string(p, pn_str("colour"));
+    pn_data_put_string(p, pn_str("red"));
+    pn_data_put_string(p, pn_str("weight"));
+    pn_data_put_double(p, 2.5);
+    pn_data_put_string(p, pn_str("count"));
+    pn_data_put_int(p, 7);
+    pn_data_put_string(p, pn_str("big"));
+    pn_data_put_long(p, 9000000000LL);
+    pn_data_put_string(p, pn_str("flag"));
+    pn_data_put_bool(p, true);
+    pn_data_put_string(p, pn_str("bin"));
+    pn_data_put_binary(p, pn_str("xyz"));
+    pn_data_exit(p);
+    pn_data_put_string(pn_message_body(m.get()), pn_str("body"));
+    return pn_encode(m.get());
+}
+
+bool selects(const std::string& text, const std::string& message = sample()) {
+    auto s = selector::parse(text);
+    EXPECT_TRUE(s.has_value()) << text << ": " << s.error();
+    if (!s) return false;
+    return s.value() == nullptr || s.value()->matches(message);
+}
+
+TEST(selector, comparisons_of_properties_and_literals) {
+    EXPECT_TRUE(selects("colour = 'red'"));
+    EXPECT_FALSE(selects("colour = 'blue'"));
+    EXPECT_TRUE(selects("colour <> 'blue'"));
+    EXPECT_TRUE(selects("count = 7 AND count > 6 AND count >= 7 AND count < 8 AND count <= 7"));
+    EXPECT_TRUE(selects("weight > 2 AND weight < 3.0"));
+    EXPECT_TRUE(selects("count = 7.0")) << "integers and reals compare as numbers";
+    EXPECT_TRUE(selects("big > 8000000000"));
+    EXPECT_TRUE(selects("flag = TRUE AND flag"));
+    EXPECT_TRUE(selects("count + 1 = 8 AND count * 2 = 14 AND count / 2 = 3 AND -count = -7 AND weight * 2 = 5"));
+}
+
+TEST(selector, null_is_unknown_and_only_true_selects) {
+    EXPECT_FALSE(selects("missing = 'x'"));
+    EXPECT_FALSE(selects("NOT (missing = 'x')")) << "NOT unknown is unknown";
+    EXPECT_TRUE(selects("missing IS NULL AND colour IS NOT NULL"));
+    EXPECT_TRUE(selects("missing = 'x' OR colour = 'red'"));
+    EXPECT_FALSE(selects("missing = 'x' AND colour = 'red'"));
+    EXPECT_FALSE(selects("missing + 1 > 0"));
+    EXPECT_TRUE(selects("bin IS NULL")) << "a binary property is not comparable: NULL";
+}
+
+TEST(selector, unlike_types_compare_false_and_strings_only_by_equality) {
+    EXPECT_FALSE(selects("colour = 7"));
+    EXPECT_TRUE(selects("NOT (colour = 7)"));
+    EXPECT_FALSE(selects("colour > 'a'"));
+    EXPECT_FALSE(selects("flag = 1"));
+}
+
+TEST(selector, between_in_and_like) {
+    EXPECT_TRUE(selects("count BETWEEN 5 AND 10"));
+    EXPECT_FALSE(selects("count NOT BETWEEN 5 AND 10"));
+    EXPECT_TRUE(selects("weight BETWEEN 2.5 AND 2.5"));
+    EXPECT_TRUE(selects("colour IN ('green', 'red')"));
+    EXPECT_FALSE(selects("colour NOT IN ('green', 'red')"));
+    EXPECT_FALSE(selects("missing IN ('a')") || selects("missing NOT IN ('a')"));
+    EXPECT_TRUE(selects("colour LIKE 'r%'"));
+    EXPECT_TRUE(selects("colour LIKE '_e_'"));
+    EXPECT_FALSE(selects("colour LIKE 're'"));
+    EXPECT_TRUE(selects("colour NOT LIKE 'b%'"));
+}
+
+TEST(selector, like_escapes_and_counts_characters_not_bytes) {
+    auto m = make_pn_message();
+    pn_data_t* p = pn_message_properties(m.get());
+    pn_data_put_map(p);
+    pn_data_enter(p);
+    pn_data_put_string(p, pn_str("code"));
+    pn_data_put_string(p, pn_str("50%_off"));
+    pn_data_put_string(p, pn_str("word"));
+    pn_data_put_string(p, pn_str("caf\xc3\xa9"));
+    pn_data_exit(p);
+    const std::string msg = pn_encode(m.get());
+    EXPECT_TRUE(selects("code LIKE '50!%!_off' ESCAPE '!'", msg));
+    EXPECT_FALSE(selects("code LIKE '50!%!_of' ESCAPE '!'", msg));
+    EXPECT_TRUE(selects("word LIKE 'caf_'", msg)) << "_ is one character, two bytes here";
+    EXPECT_TRUE(selects("word LIKE '%f%'", msg));
+}
+
+TEST(selector, jms_header_names_read_the_amqp_sections) {
+    EXPECT_TRUE(selects("JMSPriority = 7 AND JMSDeliveryMode = 'PERSISTENT'"));
+    EXPECT_TRUE(selects("JMSMessageID = 'id-1' AND JMSTimestamp = 1000"));
+    EXPECT_TRUE(selects("JMSCorrelationID IS NULL"));
+    auto plain = make_pn_message();
+    pn_data_put_string(pn_message_body(plain.get()), pn_str("x"));
+    const std::string msg = pn_encode(plain.get());
+    EXPECT_TRUE(selects("JMSPriority = 4 AND JMSDeliveryMode = 'NON_PERSISTENT'", msg)) << "the header's defaults";
+}
+
+TEST(selector, keywords_are_case_insensitive_and_precedence_is_sqls) {
+    EXPECT_TRUE(selects("colour = 'red' or colour = 'blue' and count = 0"));
+    EXPECT_FALSE(selects("(colour = 'red' or colour = 'blue') and count = 0"));
+    EXPECT_TRUE(selects("not colour = 'blue'"));
+    EXPECT_TRUE(selects("count - 2 * 3 = 1"));
+    EXPECT_TRUE(selects("  ")) << "a blank selector selects everything";
+}
+
+TEST(selector, what_does_not_parse_is_refused_with_where) {
+    for (const char* bad : {"colour =", "colour = 'red", "colour == 'red'", "(colour = 'red'", "colour IN (1, 2)",
+                            "colour LIKE 5", "5 LIKE 'a'", "colour IS 'x'", "colour = 'a' AND", "a # b",
+                            "colour LIKE 'a' ESCAPE 'ab'", "99999999999999999999 = 1", "count NOT = 1"}) {
+        auto s = selector::parse(bad);
+        ASSERT_FALSE(s.has_value()) << bad;
+        EXPECT_NE(s.error().find("offset"), std::string::npos) << bad << ": " << s.error();
+    }
+    EXPECT_FALSE(selector::parse(std::string(100000, '(') + "a").has_value()) << "nesting is bounded";
+    EXPECT_FALSE(selector::parse(std::string(100000, '-') + "1 = 1").has_value()) << "nesting is bounded";
+}
+
+TEST(selector, a_message_that_does_not_scan_is_not_selected) {
+    auto s = selector::parse("colour IS NULL");
+    ASSERT_TRUE(s.has_value());
+    EXPECT_FALSE(s.value()->matches(std::string("\x00\x53", 2)));
+    EXPECT_TRUE(s.value()->matches(section(amqp_value, str8("no properties"))));
+}
+
+} // namespace
+} // namespace wharf::amqp::test
