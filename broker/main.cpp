@@ -147,6 +147,7 @@ int main(int argc, char** argv) {
     eo.auto_create_queues = cfg->auto_create_queues;
     eo.queue_defaults = cfg->queue_defaults;
     eo.queues = cfg->queues;
+    eo.max_message_size = cfg->max_message_size;
     wharf::engine::queue_engine engine(std::move(eo), *store);
     for (auto& [queue, entries] : recovered.queues) engine.load(queue, std::move(entries));
     recovered.queues.clear();

@@ -80,6 +80,13 @@ std::optional<codec_error> check_annotations(std::string_view map) {
     return std::nullopt;
 }
 
+size_t annotation_count(std::string_view map) {
+    value_cursor c(map);
+    std::vector<entry> entries;
+    read_map(c, entries);
+    return entries.size();
+}
+
 std::string with_annotations(std::string_view message, const message_info& info, std::string_view map) {
     std::vector<entry> merged;
     if (info.annotations_end > info.annotations_at) {

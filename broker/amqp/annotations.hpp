@@ -20,6 +20,9 @@ namespace wharf::amqp {
 // every value well formed.
 std::optional<codec_error> check_annotations(std::string_view map);
 
+// How many entries `map` has (it must have passed check_annotations).
+size_t annotation_count(std::string_view map);
+
 // `message` with `map`'s entries combined into its message-annotations
 // section (made when it has none, in its place after the header and
 // delivery-annotations). `info` must come from scan_message(message) and

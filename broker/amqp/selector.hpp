@@ -30,7 +30,8 @@
 
 namespace wharf::amqp {
 
-// The filter's key, and its descriptor code (described value of a string).
+// The selector filter's descriptor, as a symbol and as a code (the
+// filter-set's key is a name the client picks).
 inline constexpr std::string_view selector_filter_key = "apache.org:selector-filter:string";
 inline constexpr uint64_t selector_filter_code = 0x0000468C00000004ULL;
 

@@ -26,6 +26,8 @@ class message_store {
     using synced_fn = std::function<void(uint64_t epoch, bool ok, const std::string& reason)>;
 
     virtual ~message_store() = default;
+    // on_enqueue of a seq that is stored already replaces it (its bytes
+    // changed: a modified outcome's annotations).
     virtual void on_enqueue(std::string_view queue, const queue_entry& e) = 0;
     virtual void on_update(std::string_view queue, const queue_entry& e) = 0;
     virtual void on_remove(std::string_view queue, uint64_t seq) = 0;
@@ -50,7 +52,7 @@ class memory_store final : public message_store {
     bool writable() const override { return true; }
     std::string failure() const override { return {}; }
     void set_synced_callback(synced_fn) override {}
-    uint64_t enqueued() const { return enqueued_; }
+    uint64_t enqueued() const { return enqueued_; } // (a replacement counts again)
     uint64_t removed() const { return removed_; }
 
   private:

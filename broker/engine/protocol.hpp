@@ -15,6 +15,10 @@
 #include <variant>
 #include <vector>
 
+namespace wharf::amqp {
+class selector;
+}
+
 namespace wharf::engine {
 
 // The longest queue name (broker/common/limits.hpp).
@@ -44,6 +48,9 @@ struct cmd_attach_consumer {
     bool browse = false;        // distribution-mode copy: see, do not consume
     bool settle_on_send = false; // the link is pre-settled (at-most-once)
     std::shared_ptr<outbox> out;
+    // A JMS selector: the consumer gets only the messages it selects (the
+    // others stay for the queue's other consumers). nullptr: every message.
+    std::shared_ptr<const amqp::selector> selector;
 };
 
 struct cmd_attach_producer {

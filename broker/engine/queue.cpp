@@ -1,8 +1,12 @@
 #include "broker/engine/queue.hpp"
 
+#include "broker/amqp/selector.hpp"
+
 #include <algorithm>
 
 namespace wharf::engine {
+
+bool consumer::selects(const queue_entry& e) const { return selector == nullptr || selector->matches(e.body.bytes()); }
 
 bool queue_entry::excludes(link_id l) const {
     return excluded && std::find(excluded->begin(), excluded->end(), l) != excluded->end();
@@ -91,6 +95,8 @@ void queue::load(queue_entry&& e) {
 
 void queue::restore(queue_entry&& e) {
     if (e.expiry_ms != 0) ++expiring_;
+    for (consumer* c : consumers_)
+        if (c->selector != nullptr && e.seq < c->select_from) c->select_from = e.seq;
     if (available_.empty() || available_.back().seq < e.seq) {
         available_.push_back(std::move(e));
         return;
@@ -120,10 +126,16 @@ void queue::remove_consumer(consumer* c) {
 }
 
 bool queue::serve_one(consumer& c, int64_t now_ms, dispatch_sink& sink) {
-    for (size_t i = 0; i < available_.size();) {
+    size_t start = 0;
+    if (c.selector != nullptr && c.select_from != 0)
+        start = static_cast<size_t>(std::lower_bound(available_.begin(), available_.end(), c.select_from,
+                                                     [](const queue_entry& x, uint64_t s) { return x.seq < s; }) -
+                                    available_.begin());
+    for (size_t i = start; i < available_.size();) {
         queue_entry& head = available_[i];
         const bool expired = head.expired(now_ms);
-        if (!expired && head.excludes(c.id)) {
+        if (!expired && (head.excludes(c.id) || !c.selects(head))) {
+            if (c.selector != nullptr) c.select_from = head.seq + 1;
             ++i;
             continue;
         }
@@ -153,7 +165,11 @@ void queue::serve_browser(consumer& c, int64_t now_ms, dispatch_sink& sink) {
     auto it = std::upper_bound(available_.begin(), available_.end(), c.browse_cursor,
                                [](uint64_t s, const queue_entry& x) { return s < x.seq; });
     for (; it != available_.end() && c.credit() > 0; ++it) {
-        if (it->expired(now_ms) || it->excludes(c.id)) continue;
+        if (it->expired(now_ms)) continue;
+        if (it->excludes(c.id) || !c.selects(*it)) {
+            c.browse_cursor = it->seq; // never to be shown: not read again
+            continue;
+        }
         ++c.assigned;
         c.browse_cursor = it->seq;
         sink.deliver(c, *it, true);

@@ -91,7 +91,14 @@ struct consumer {
     // Its queue moved (cmd_detach_queues): out of dispatch, it waits for the
     // connection's cmd_detach to learn which of `acquired` the client got.
     bool leaving = false;
+    std::shared_ptr<const amqp::selector> selector; // see cmd_attach_consumer
+    // With a selector: every available message below this seq is one the
+    // consumer does not select (or excludes), so that a run of them at the
+    // head is read once, not at every delivery. A message put back below it
+    // lowers it (queue::restore).
+    uint64_t select_from = 0;
 
+    bool selects(const queue_entry& e) const;
     uint64_t credit() const { return limit > assigned ? limit - assigned : 0; }
 };
 

@@ -323,16 +323,18 @@ void queue_engine::return_entry(queue& q, queue_entry&& e, bool rewritten) {
 }
 
 // Combines the annotations a modified outcome carried for `e`, if any, with
-// its message-annotations; false when there were none to combine. A message
-// whose bytes do not scan (a relay's producer can send any bytes) or that
-// would outgrow the largest body keeps its bytes.
+// its message-annotations; false when there were none to combine (an empty
+// map changes nothing). A message whose bytes do not scan (a relay's
+// producer can send any bytes) or that would outgrow the node's largest
+// message keeps its bytes.
 bool queue_engine::annotate(queue& q, queue_entry& e, const std::vector<annotation_change>& changes) {
     auto change = std::find_if(changes.begin(), changes.end(), [&](const annotation_change& a) { return a.seq == e.seq; });
-    if (change == changes.end()) return false;
+    if (change == changes.end() || amqp::annotation_count(change->map) == 0) return false;
     auto info = amqp::scan_message(e.body.bytes());
     if (!info) return false;
     std::string bytes = amqp::with_annotations(e.body.bytes(), *info, change->map);
-    if (bytes.size() > message_ref::max_size) return false;
+    const uint64_t largest = opts_.max_message_size != 0 ? opts_.max_message_size : message_ref::max_size;
+    if (bytes.size() > std::min<uint64_t>(largest, message_ref::max_size)) return false;
     q.replace_body(e, message_ref::copy_of(bytes));
     return true;
 }
@@ -361,6 +363,7 @@ void queue_engine::handle(cmd_attach_consumer& c) {
     con->out_owner = std::move(c.out);
     con->browse = c.browse;
     con->settle_on_send = c.settle_on_send || c.browse;
+    con->selector = std::move(c.selector);
     q->add_consumer(con.get());
     stage(con->out_owner, ev_attached{c.link, std::nullopt, q->name()});
     consumers_.emplace(c.link, std::move(con));

@@ -33,6 +33,9 @@ struct engine_options {
     std::vector<config::queue_declaration> queues; // created at start
     // Wall-clock milliseconds since the epoch (absolute-expiry-time uses it).
     std::function<int64_t()> clock;
+    // The largest message the node takes (0: message_ref::max_size): a
+    // modified outcome's annotations never grow a message past it.
+    uint64_t max_message_size = 0;
 };
 
 // A consistent copy of one queue's figures, for management and tests.

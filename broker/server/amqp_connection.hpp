@@ -279,7 +279,7 @@ class amqp_connection final : public connection_base {
     // while the cluster places an unknown address (else refuse it).
     void dispatch_anonymous(link_ctx& lc, pn_delivery_t* d, engine::incoming_message&& m, bool may_wait);
     void refuse_link(link_ctx& lc, const error& err, const plugins::resolution* redirect);
-    bool refused_for_filters(link_ctx& lc);
+    bool refused_for_filters(link_ctx& lc, engine::cmd_attach_consumer& c);
 
     void detach_link(link_ctx& lc, bool answered = false);
     // A modified outcome's message-annotations (encoded; "" for none), and

@@ -5,6 +5,7 @@
 #include "broker/management/management_service.hpp"
 #include "broker/server/amqp_connection.hpp"
 #include "broker/server/pn_util.hpp"
+#include "broker/server/source_filter.hpp"
 
 #include <proton/disposition.h>
 #include <proton/session.h>
@@ -71,7 +72,7 @@ void amqp_connection::on_link_open(pn_link_t* l) {
         engine::link_id id = lc->id;
         link_ctx& ref = *lc;
         links_.emplace(id, std::move(lc));
-        if (!refused_for_filters(ref)) commands_.push_back(std::move(c));
+        if (!refused_for_filters(ref, c)) commands_.push_back(std::move(c));
         return;
     } else {
         pn_terminus_t* tgt = pn_link_remote_target(l);
@@ -125,7 +126,8 @@ void amqp_connection::on_link_open(pn_link_t* l) {
 // outbox (on this connection's thread), whichever thread gives it.
 void amqp_connection::resolve(link_ctx& lc, size_t index) {
     if (index >= settings_.resolvers.size()) {
-        if (lc.consumer && refused_for_filters(lc)) return;
+        if (auto* c = std::get_if<engine::cmd_attach_consumer>(&*lc.pending_attach); c && refused_for_filters(lc, *c))
+            return;
         commands_.push_back(std::move(*lc.pending_attach));
         lc.pending_attach.reset();
         // Credit the client gave while the attach was being resolved.
@@ -179,21 +181,18 @@ void amqp_connection::handle(connection_outbox::resolved& r) {
     }
 }
 
-// A consumer about to attach to a queue of this node: a source filter is
-// refused rather than echoed back (the source was copied into the answer),
-// which would tell the client it is in place: left out, a client that does
-// not check would take every message of the queue, those meant for others
-// too. (A relaying node passes the filter on, and the owner decides.)
-bool amqp_connection::refused_for_filters(link_ctx& lc) {
+// A consumer about to attach to a queue of this node takes its source's
+// JMS selector (the answer's source, copied from the attach, says it is in
+// place), or is refused (source_filter.hpp). A relaying node passes the
+// filter on, and the owner decides.
+bool amqp_connection::refused_for_filters(link_ctx& lc, engine::cmd_attach_consumer& c) {
     if (lc.link == nullptr) return false;
-    const std::string filters = filter_names(pn_terminus_filter(pn_link_remote_source(lc.link)));
-    if (filters.empty()) return false;
-    engine::ev_attached refusal{lc.id,
-                                error{errc::not_implemented,
-                                      "the source asks for filter " + filters +
-                                          ", and this node applies no filters (a consumer would get every "
-                                          "message of the queue); attach without a filter"},
-                                {}};
+    source_filter f = read_source_filter(pn_terminus_filter(pn_link_remote_source(lc.link)));
+    if (!f.refusal) {
+        c.selector = std::move(f.selector);
+        return false;
+    }
+    engine::ev_attached refusal{lc.id, std::move(*f.refusal), {}};
     handle(refusal);
     return true;
 }

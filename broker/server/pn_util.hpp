@@ -52,27 +52,6 @@ inline std::string encoded(pn_data_t* d) {
     }
 }
 
-// The keys of a source's filter map, quoted and comma-separated ("" when
-// it has none).
-inline std::string filter_names(pn_data_t* filter) {
-    std::string out;
-    if (filter == nullptr || pn_data_size(filter) == 0) return out;
-    pn_data_rewind(filter);
-    if (!pn_data_next(filter) || pn_data_type(filter) != PN_MAP) return "(a filter that is not a map)";
-    pn_data_enter(filter);
-    while (pn_data_next(filter)) {
-        const pn_type_t type = pn_data_type(filter);
-        const pn_bytes_t key = type == PN_SYMBOL ? pn_data_get_symbol(filter)
-                               : type == PN_STRING ? pn_data_get_string(filter)
-                                                   : pn_bytes(0, nullptr);
-        if (!out.empty()) out += ", ";
-        out += key.size != 0 ? "'" + std::string(key.start, std::min<size_t>(key.size, 128)) + "'" : "(a key)";
-        if (!pn_data_next(filter)) break; // its value
-    }
-    pn_data_exit(filter);
-    return out; // (an empty map asks for no filter)
-}
-
 inline std::string terminus_address(pn_terminus_t* t) {
     const char* a = pn_terminus_get_address(t);
     return a ? std::string(a) : std::string();

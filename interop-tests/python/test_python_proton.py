@@ -3,6 +3,7 @@ import struct
 
 import pytest
 from proton import Message, symbol
+from proton.reactor import Selector
 from proton.utils import BlockingConnection, LinkDetached
 
 from link_churn import growth_kb
@@ -132,6 +133,33 @@ def test_request_reply_through_dynamic_queue(wharfd):
         anon.send(Message(address=req.reply_to, body="pong"))
         assert replies.receive(timeout=10).body == "pong"
         replies.accept()
+    finally:
+        conn.close()
+
+
+def test_a_selector_gives_the_receiver_only_what_it_selects(wharfd):
+    """proton.reactor.Selector: a filter named "selector" whose descriptor is
+    the symbol apache.org:selector-filter:string."""
+    conn = BlockingConnection(wharfd.url, timeout=10, sasl_enabled=False)
+    try:
+        snd = conn.create_sender("paint")
+        for i, colour in enumerate(["red", "blue", "red", "green"]):
+            snd.send(Message(body="%s%d" % (colour, i), properties={"colour": colour, "n": i}))
+        reds = conn.create_receiver("paint", credit=10, name="reds", options=Selector("colour = 'red' AND n >= 0"))
+        got = []
+        for _ in range(2):
+            got.append(reds.receive(timeout=10).body)
+            reds.accept()
+        assert got == ["red0", "red2"]
+        rest = conn.create_receiver("paint", credit=10, name="rest")
+        got = []
+        for _ in range(2):
+            got.append(rest.receive(timeout=10).body)
+            rest.accept()
+        assert got == ["blue1", "green3"], "what the selector left did not stay"
+        with pytest.raises(LinkDetached) as err:
+            conn.create_receiver("paint", name="bad", options=Selector("colour = = 'red'"))
+        assert "amqp:invalid-field" in str(err.value)
     finally:
         conn.close()
 

@@ -38,6 +38,7 @@ struct engine_fixture_options {
     bool auto_create = true;
     config::queue_policy defaults = {};
     std::vector<config::queue_declaration> queues = {};
+    uint64_t max_message_size = 0;
 };
 
 class engine_fixture {
@@ -48,6 +49,7 @@ class engine_fixture {
         eo.auto_create_queues = o.auto_create;
         eo.queue_defaults = o.defaults;
         eo.queues = o.queues;
+        eo.max_message_size = o.max_message_size;
         eo.clock = [this] { return now_ms; };
         engine = std::make_unique<queue_engine>(std::move(eo), store);
     }

@@ -140,27 +140,46 @@ TEST(queue_engine, block_policy_rejects_a_message_that_can_never_fit) {
     EXPECT_EQ(r[0].failures[0].err.code, errc::resource_limit_exceeded);
 }
 
-// A message that a modified outcome annotated counts at its new size, and
-// the annotations go only to the message they were for.
+const std::string a("\x00\x53\x77\xa1\x01" "a", 6), b("\x00\x53\x77\xa1\x01" "b", 6);
+const std::string annotations("\xc1\x05\x02\xa3\x01k\x40", 7); // {k: null}
+
+// A message that a modified outcome annotated counts at its new size; the
+// annotations go only to the message they were for, and an empty map
+// changes nothing.
 TEST(queue_engine, an_annotated_message_counts_at_its_new_size) {
     engine_fixture f;
     auto p = f.producer("q");
-    const std::string a("\x00\x53\x77\xa1\x01" "a", 6), b("\x00\x53\x77\xa1\x01" "b", 6);
     f.publish(p, {a, b});
     auto c = f.consumer("q", 10);
     auto d = f.deliveries();
     ASSERT_EQ(d.size(), 2u);
-    const std::string map("\xc1\x05\x02\xa3\x01k\x40", 7); // {k: null}
+    const std::string& map = annotations;
     f.engine->post(cmd_settle{c, {{d[0].seq, outcome_kind::modified_failed}, {d[1].seq, outcome_kind::released}},
-                              std::nullopt, {{d[0].seq, map}}});
+                              std::nullopt, {{d[0].seq, map}, {d[1].seq, std::string("\xc1\x01\x00", 3)}}});
     d = f.deliveries();
     ASSERT_EQ(d.size(), 2u);
     EXPECT_EQ(std::string(d[0].body.bytes()), std::string("\x00\x53\x72", 3) + map + a);
-    EXPECT_EQ(std::string(d[1].body.bytes()), b) << "annotated a message the outcome was not for";
+    EXPECT_EQ(std::string(d[1].body.bytes()), b) << "an empty map rewrote the message";
     EXPECT_EQ(f.stats("q").depth_bytes, a.size() + 3 + map.size() + b.size());
     f.settle(c, d[0].seq, outcome_kind::accepted);
     f.settle(c, d[1].seq, outcome_kind::accepted);
     EXPECT_EQ(f.stats("q").depth_bytes, 0u);
+}
+
+// Annotations never grow a message past the node's max-message-size: the
+// outcome is applied without them.
+TEST(queue_engine, annotations_that_would_outgrow_the_largest_message_are_not_applied) {
+    engine_fixture f({.max_message_size = a.size() + 5});
+    auto p = f.producer("q");
+    f.publish(p, {a});
+    auto c = f.consumer("q", 10);
+    auto d = f.deliveries();
+    ASSERT_EQ(d.size(), 1u);
+    f.engine->post(cmd_settle{c, {{d[0].seq, outcome_kind::modified_failed}}, std::nullopt, {{d[0].seq, annotations}}});
+    d = f.deliveries();
+    ASSERT_EQ(d.size(), 1u);
+    EXPECT_EQ(std::string(d[0].body.bytes()), a);
+    EXPECT_EQ(d[0].delivery_count, 1u) << "the outcome itself was not applied";
 }
 
 } // namespace

@@ -109,6 +109,7 @@ class test_receiver {
     std::optional<amqp_error> wait_error();
     bool wait_closed();
     std::string remote_source_address(); // the broker's answer (dynamic address)
+    std::vector<std::string> remote_source_filters(); // the keys of the answer's filter (what is applied)
     int credit();
     void add_credit(int n);
     void drain();

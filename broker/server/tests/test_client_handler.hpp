@@ -5,6 +5,7 @@
 
 #include "broker/server/tests/test_client.hpp"
 
+#include <proton/codec/map.hpp>
 #include <proton/connection.hpp>
 #include <proton/container.hpp>
 #include <proton/delivery.hpp>
@@ -68,6 +69,7 @@ struct test_client::link_state {
     bool closed = false;
     std::optional<amqp_error> error;
     std::string remote_address;
+    std::vector<std::string> remote_filters; // a receiver's: the keys of the answer's source filter
     uint64_t remote_max_message_size = 0;
     // sender
     std::deque<proton::message> pending;
@@ -215,6 +217,10 @@ class test_client::handler : public proton::messaging_handler {
         if (link_state* ls = find(r)) {
             ls->opened = true;
             ls->remote_address = r.source().address();
+            const proton::value filters = r.source().filters().value();
+            std::map<proton::symbol, proton::value> keyed;
+            if (!filters.empty()) proton::get(filters, keyed);
+            for (const auto& [key, value] : keyed) ls->remote_filters.push_back(key);
         }
         notify();
     }

@@ -175,6 +175,10 @@ std::string test_receiver::remote_source_address() {
     std::lock_guard lock(c_->mu_);
     return c_->link(id_).remote_address;
 }
+std::vector<std::string> test_receiver::remote_source_filters() {
+    std::lock_guard lock(c_->mu_);
+    return c_->link(id_).remote_filters;
+}
 int test_receiver::credit() {
     auto credit = std::make_shared<int>(-1);
     c_->call([c = c_, id = id_, credit] {
