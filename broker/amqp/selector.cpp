@@ -182,39 +182,6 @@ sel_value arithmetic(op o, const sel_value& a, const sel_value& b) {
     }
 }
 
-// SQL LIKE over code points: % any run, _ one, `escape` makes the next literal.
-bool like(std::string_view s, std::string_view p, int escape) {
-    auto step = [](std::string_view t, size_t i) { // the code point's length at i
-        size_t n = 1;
-        while (i + n < t.size() && (static_cast<unsigned char>(t[i + n]) & 0xc0) == 0x80) ++n;
-        return n;
-    };
-    size_t si = 0, pi = 0, star_p = std::string_view::npos, star_s = 0;
-    while (si < s.size()) {
-        if (pi < p.size()) {
-            const bool escaped = escape >= 0 && static_cast<unsigned char>(p[pi]) == escape && pi + 1 < p.size();
-            const size_t at = escaped ? pi + 1 : pi;
-            const size_t plen = step(p, at), slen = step(s, si);
-            if (!escaped && p[pi] == '%') {
-                star_p = ++pi;
-                star_s = si;
-                continue;
-            }
-            if ((!escaped && p[pi] == '_') || p.substr(at, plen) == s.substr(si, slen)) {
-                pi = at + plen;
-                si += slen;
-                continue;
-            }
-        }
-        if (star_p == std::string_view::npos) return false;
-        pi = star_p;
-        star_s += step(s, star_s);
-        si = star_s;
-    }
-    while (pi < p.size() && p[pi] == '%' && !(escape == '%')) ++pi;
-    return pi == p.size();
-}
-
 sel_value eval(const node& n, const fields& f) {
     auto kid = [&](size_t i) { return eval(*n.kids[i], f); };
     auto negate = [&](sel_value v) -> sel_value {
@@ -270,7 +237,7 @@ sel_value eval(const node& n, const fields& f) {
         if (is_null(v)) return {};
         const auto* s = std::get_if<std::string>(&v);
         if (s == nullptr) return false;
-        return like(*s, n.pattern, n.escape) != n.negated;
+        return like_matches(code_points(*s), n.like) != n.negated;
     }
     case op::is_null: return is_null(kid(0)) != n.negated;
     }
@@ -278,6 +245,90 @@ sel_value eval(const node& n, const fields& f) {
 }
 
 } // namespace
+
+std::vector<uint32_t> code_points(std::string_view s) {
+    std::vector<uint32_t> out;
+    out.reserve(s.size());
+    for (size_t i = 0; i < s.size();) {
+        const auto b = static_cast<unsigned char>(s[i]);
+        const size_t n = b < 0x80 ? 1 : (b & 0xe0) == 0xc0 ? 2 : (b & 0xf0) == 0xe0 ? 3 : (b & 0xf8) == 0xf0 ? 4 : 0;
+        bool ok = n != 0 && i + n <= s.size();
+        for (size_t k = 1; ok && k < n; ++k) ok = (static_cast<unsigned char>(s[i + k]) & 0xc0) == 0x80;
+        if (!ok) {
+            out.push_back(b);
+            ++i;
+            continue;
+        }
+        uint32_t cp = n == 1 ? b : b & (0xff >> (n + 1));
+        for (size_t k = 1; k < n; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3f);
+        out.push_back(cp);
+        i += n;
+    }
+    return out;
+}
+
+like_pattern compile_like(std::string_view text, int escape) {
+    like_pattern p;
+    p.parts.emplace_back();
+    const auto cps = code_points(text);
+    for (size_t i = 0; i < cps.size(); ++i) {
+        if (escape >= 0 && cps[i] == static_cast<uint32_t>(escape) && i + 1 < cps.size()) {
+            p.parts.back().push_back(cps[++i]);
+        } else if (cps[i] == '%') {
+            p.parts.emplace_back();
+        } else {
+            p.parts.back().push_back(cps[i] == '_' ? like_any : cps[i]);
+        }
+    }
+    return p;
+}
+
+namespace {
+bool part_at(const std::vector<uint32_t>& v, size_t at, const std::vector<uint32_t>& part) {
+    if (at + part.size() > v.size()) return false;
+    for (size_t i = 0; i < part.size(); ++i)
+        if (part[i] != like_any && part[i] != v[at + i]) return false;
+    return true;
+}
+
+// Where `part` (at most 64 code points) first ends in v[from, to), plus one;
+// 0 when it does not occur. Shift-and: one pass over the value.
+size_t find_part(const std::vector<uint32_t>& v, size_t from, size_t to, const std::vector<uint32_t>& part) {
+    const size_t m = part.size();
+    uint64_t any = 0;
+    for (size_t i = 0; i < m; ++i)
+        if (part[i] == like_any) any |= uint64_t{1} << i;
+    uint64_t state = 0;
+    for (size_t j = from; j < to; ++j) {
+        uint64_t fits = any;
+        for (size_t i = 0; i < m; ++i)
+            if (part[i] == v[j]) fits |= uint64_t{1} << i;
+        state = ((state << 1) | 1) & fits;
+        if (state & (uint64_t{1} << (m - 1))) return j + 1;
+    }
+    return 0;
+}
+} // namespace
+
+// Leftmost-first: each middle part is taken where it first occurs, which
+// leaves the most room for the rest, so one pass decides.
+bool like_matches(const std::vector<uint32_t>& v, const like_pattern& p) {
+    const auto& first = p.parts.front();
+    if (p.parts.size() == 1) return v.size() == first.size() && part_at(v, 0, first);
+    const auto& last = p.parts.back();
+    if (first.size() + last.size() > v.size() || !part_at(v, 0, first) || !part_at(v, v.size() - last.size(), last))
+        return false;
+    size_t pos = first.size();
+    const size_t end = v.size() - last.size();
+    for (size_t i = 1; i + 1 < p.parts.size(); ++i) {
+        const auto& part = p.parts[i];
+        if (part.empty()) continue;
+        const size_t found = find_part(v, pos, end, part);
+        if (found == 0) return false;
+        pos = found;
+    }
+    return true;
+}
 
 selector::selector(std::unique_ptr<node> root) : root_(std::move(root)) {}
 selector::~selector() = default;

@@ -15,6 +15,18 @@ namespace wharf::amqp {
 // an exact or an approximate number, a string.
 using sel_value = std::variant<std::monostate, bool, int64_t, double, std::string>;
 
+// A LIKE pattern, compiled: the parts between its unescaped %s (so one
+// more than it has %s), each a run of code points, like_any standing for _.
+inline constexpr uint32_t like_any = 0xFFFFFFFF;
+struct like_pattern {
+    std::vector<std::vector<uint32_t>> parts;
+};
+// `s` as code points (a byte that does not start valid UTF-8 counts as one).
+std::vector<uint32_t> code_points(std::string_view s);
+// The pattern in `text` with `escape` (-1: none).
+like_pattern compile_like(std::string_view text, int escape);
+bool like_matches(const std::vector<uint32_t>& value, const like_pattern& p);
+
 struct selector::node {
     enum class op {
         literal, identifier,
@@ -29,9 +41,17 @@ struct selector::node {
     std::string name;            // identifier
     std::vector<std::unique_ptr<node>> kids;
     std::vector<std::string> set; // IN
-    std::string pattern;          // LIKE
-    int escape = -1;              // LIKE ... ESCAPE 'c' (-1: none)
+    like_pattern like;            // LIKE
+    int height = 1;               // of the tree below: evaluating it recurses this deep
 };
+
+// How deep a tree may be: evaluating (and freeing) it recurses once a
+// level, on the engine's thread. A chain `a OR b OR ...` is as deep as it
+// is long.
+inline constexpr int max_selector_height = 1000;
+// The most characters between two %s of a LIKE pattern (what is searched
+// for anywhere in the value; the parts at either end are matched in place).
+inline constexpr size_t max_like_part = 64;
 
 // Parses `text` into a tree, or says why not.
 result<std::unique_ptr<selector::node>, std::string> parse_selector(std::string_view text);

@@ -15,6 +15,7 @@
 
 #include "broker/amqp/selector_node.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cstdlib>
@@ -34,6 +35,12 @@ struct token {
 };
 
 constexpr std::string_view keywords[] = {"AND", "OR", "NOT", "BETWEEN", "IN", "LIKE", "ESCAPE", "IS", "NULL", "TRUE", "FALSE"};
+
+bool supported_header(const std::string& name) {
+    for (const char* h : {"JMSPriority", "JMSDeliveryMode", "JMSTimestamp", "JMSMessageID", "JMSCorrelationID"})
+        if (name == h) return true;
+    return false;
+}
 
 bool ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_' || c == '$'; }
 bool ident_part(char c) { return ident_start(c) || std::isdigit(static_cast<unsigned char>(c)); }
@@ -171,9 +178,15 @@ class parser {
     bool take_kw(std::string_view k) { return is_kw(k) && next(); }
     bool take_sym(std::string_view k) { return is_sym(k) && next(); }
 
-    static node_ptr make(node::op o, node_ptr a = nullptr, node_ptr b = nullptr) {
+    // nullptr (with the error) once the tree would be too deep.
+    node_ptr make(node::op o, node_ptr a = nullptr, node_ptr b = nullptr) {
+        const int below = std::max(a ? a->height : 0, b ? b->height : 0);
+        if (below + 1 > max_selector_height)
+            return bad("the selector is too deep (at most " + std::to_string(max_selector_height) +
+                       " operators inside one another, a chain of ORs, ANDs or + counting each)");
         auto n = std::make_unique<node>();
         n->o = o;
+        n->height = below + 1;
         if (a) n->kids.push_back(std::move(a));
         if (b) n->kids.push_back(std::move(b));
         return n;
@@ -234,6 +247,7 @@ class parser {
         if (is_kw("IS")) {
             if (!next()) return nullptr;
             node_ptr n = make(node::op::is_null, std::move(left));
+            if (!n) return nullptr;
             n->negated = is_kw("NOT");
             if (n->negated && !next()) return nullptr;
             if (!is_kw("NULL")) return bad("IS must be followed by [NOT] NULL");
@@ -254,6 +268,8 @@ class parser {
             node_ptr high = parse_sum();
             if (!high) return nullptr;
             node_ptr n = make(node::op::between, std::move(left), std::move(low));
+            if (!n || high->height + 1 > max_selector_height) return n ? bad("the selector is too deep") : nullptr;
+            n->height = std::max(n->height, high->height + 1);
             n->kids.push_back(std::move(high));
             n->negated = negated;
             return n;
@@ -263,6 +279,7 @@ class parser {
             if (!next()) return nullptr;
             if (!is_sym("(")) return bad("IN needs a list in parentheses");
             node_ptr n = make(node::op::in, std::move(left));
+            if (!n) return nullptr;
             n->negated = negated;
             do {
                 if (!next()) return nullptr;
@@ -278,15 +295,23 @@ class parser {
             if (!next()) return nullptr;
             if (tok_.k != token::string) return bad("LIKE needs a pattern string");
             node_ptr n = make(node::op::like, std::move(left));
+            if (!n) return nullptr;
             n->negated = negated;
-            n->pattern = tok_.text;
+            const std::string pattern = tok_.text;
             if (!next()) return nullptr;
+            int escape = -1;
             if (is_kw("ESCAPE")) {
                 if (!next()) return nullptr;
-                if (tok_.k != token::string || tok_.text.size() != 1) return bad("ESCAPE needs a one-character string");
-                n->escape = static_cast<unsigned char>(tok_.text[0]);
+                const auto cps = code_points(tok_.text);
+                if (tok_.k != token::string || cps.size() != 1) return bad("ESCAPE needs a one-character string");
+                escape = static_cast<int>(cps[0]);
                 if (!next()) return nullptr;
             }
+            n->like = compile_like(pattern, escape);
+            for (size_t i = 1; i + 1 < n->like.parts.size(); ++i)
+                if (n->like.parts[i].size() > max_like_part)
+                    return bad("a part of a LIKE pattern between two %s is at most " + std::to_string(max_like_part) +
+                               " characters");
             return n;
         }
         return left;
@@ -332,7 +357,13 @@ class parser {
         case token::string: n = make(node::op::literal); n->value = tok_.text; break;
         case token::integer: n = make(node::op::literal); n->value = tok_.i; break;
         case token::real: n = make(node::op::literal); n->value = tok_.d; break;
-        case token::ident: n = make(node::op::identifier); n->name = tok_.text; break;
+        case token::ident:
+            if (tok_.text.rfind("JMS", 0) == 0 && !supported_header(tok_.text))
+                return bad(tok_.text + " is not supported here (of the JMS names: JMSPriority, JMSDeliveryMode, "
+                                       "JMSTimestamp, JMSMessageID, JMSCorrelationID)");
+            n = make(node::op::identifier);
+            n->name = tok_.text;
+            break;
         case token::keyword:
             if (tok_.text != "TRUE" && tok_.text != "FALSE") return bad("unexpected " + tok_.text);
             n = make(node::op::literal);

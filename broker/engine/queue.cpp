@@ -95,8 +95,12 @@ void queue::load(queue_entry&& e) {
 
 void queue::restore(queue_entry&& e) {
     if (e.expiry_ms != 0) ++expiring_;
-    for (consumer* c : consumers_)
-        if (c->selector != nullptr && e.seq < c->select_from) c->select_from = e.seq;
+    // A message a selecting consumer selects, put back in front of where it
+    // found nothing to select, is offered to it again.
+    if (selecting_ != 0)
+        for (consumer* c : consumers_)
+            if (c->selector != nullptr && e.seq < c->select_from && !e.excludes(c->id) && c->selects(e))
+                c->select_from = e.seq;
     if (available_.empty() || available_.back().seq < e.seq) {
         available_.push_back(std::move(e));
         return;
@@ -116,11 +120,15 @@ void queue::replace_body(queue_entry& e, message_ref body) {
     e.body = std::move(body);
 }
 
-void queue::add_consumer(consumer* c) { consumers_.push_back(c); }
+void queue::add_consumer(consumer* c) {
+    consumers_.push_back(c);
+    if (c->selector != nullptr) ++selecting_;
+}
 
 void queue::remove_consumer(consumer* c) {
     auto it = std::find(consumers_.begin(), consumers_.end(), c);
     if (it == consumers_.end()) return;
+    if (c->selector != nullptr) --selecting_;
     consumers_.erase(it);
     if (next_consumer_ >= consumers_.size()) next_consumer_ = 0;
 }

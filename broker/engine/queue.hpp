@@ -191,6 +191,7 @@ class queue {
     uint64_t depth_bytes_ = 0;
     uint64_t expiring_ = 0;       // messages with an expiry, roughly (for the sweep)
     std::vector<consumer*> consumers_;
+    size_t selecting_ = 0; // consumers_ with a selector
     size_t next_consumer_ = 0;
     std::vector<link_id> blocked_;
     queue_counters counters_;

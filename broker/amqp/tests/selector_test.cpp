@@ -134,6 +134,57 @@ TEST(selector, what_does_not_parse_is_refused_with_where) {
     EXPECT_FALSE(selector::parse(std::string(100000, '-') + "1 = 1").has_value()) << "nesting is bounded";
 }
 
+// A chain is as deep as it is long (evaluating it recurses once a link):
+// a long one is refused, not left to overflow the engine's stack.
+TEST(selector, a_chain_too_long_to_evaluate_safely_is_refused) {
+    std::string sum = "a", ors = "a = 0";
+    for (int i = 0; i < 32000; ++i) sum += "+a";
+    for (int i = 0; i < 20000; ++i) ors += " OR a = " + std::to_string(i);
+    for (const std::string& text : {sum + " = 1", ors}) {
+        auto s = selector::parse(text);
+        ASSERT_FALSE(s.has_value());
+        EXPECT_NE(s.error().find("too deep"), std::string::npos) << s.error();
+    }
+    std::string some = "count = 0";
+    for (int i = 1; i < 500; ++i) some += " OR count = " + std::to_string(i);
+    EXPECT_TRUE(selects(some)) << "a chain of 500 is fine";
+}
+
+TEST(selector, like_takes_each_part_where_it_first_occurs) {
+    auto m = make_pn_message();
+    pn_data_t* p = pn_message_properties(m.get());
+    pn_data_put_map(p);
+    pn_data_enter(p);
+    pn_data_put_string(p, pn_str("s"));
+    pn_data_put_string(p, pn_str("xabyabz"));
+    pn_data_put_string(p, pn_str("long"));
+    const std::string long_value(100000, 'a');
+    pn_data_put_string(p, pn_str(long_value));
+    pn_data_exit(p);
+    const std::string msg = pn_encode(m.get());
+    EXPECT_TRUE(selects("s LIKE '%ab%ab%'", msg));
+    EXPECT_TRUE(selects("s LIKE 'x%ab_ab%z'", msg));
+    EXPECT_FALSE(selects("s LIKE '%ab%ab%ab%'", msg));
+    EXPECT_TRUE(selects("s LIKE '%%'", msg));
+    EXPECT_FALSE(selects("s LIKE 'xab'", msg));
+    EXPECT_TRUE(selects("s LIKE '_______'", msg));
+    // One pass over the value, however the pattern is made: this would
+    // take minutes with backtracking.
+    const std::string part(60, 'a');
+    EXPECT_FALSE(selects("long LIKE '%" + part + "b%" + part + "b%'", msg));
+    auto too_long = selector::parse("s LIKE '%" + std::string(65, 'a') + "%'");
+    ASSERT_FALSE(too_long.has_value());
+    EXPECT_NE(too_long.error().find("at most 64"), std::string::npos) << too_long.error();
+}
+
+TEST(selector, jms_names_it_cannot_read_are_refused_not_read_as_null) {
+    for (const char* name : {"JMSType", "JMSXGroupID", "JMS_AMQP_X"}) {
+        auto s = selector::parse(std::string(name) + " = 'x'");
+        ASSERT_FALSE(s.has_value()) << name;
+        EXPECT_NE(s.error().find(name), std::string::npos) << s.error();
+    }
+}
+
 TEST(selector, a_message_that_does_not_scan_is_not_selected) {
     auto s = selector::parse("colour IS NULL");
     ASSERT_TRUE(s.has_value());

@@ -78,6 +78,27 @@ TEST(queue_selector, a_message_put_back_behind_the_skipped_ones_is_offered_again
     EXPECT_EQ(body_of(d[0]), "r0");
 }
 
+// Two selecting consumers share a queue by what they select, whatever the
+// order of the messages and however often the one with credit is offered a
+// message only the other selects.
+TEST(queue_selector, two_selecting_consumers_each_get_their_own) {
+    engine_fixture f;
+    auto p = f.producer("q");
+    const link_id reds = selecting(f, "colour = 'red'", 100);
+    const link_id blues = selecting(f, "colour = 'blue'", 100);
+    std::vector<std::string> bodies;
+    for (int i = 0; i < 20; ++i) bodies.push_back(coloured(i % 3 == 0 ? "red" : "blue", std::to_string(i)));
+    f.publish(p, bodies);
+    size_t red = 0, blue = 0;
+    for (const auto& d : f.deliveries()) {
+        const int n = std::stoi(body_of(d));
+        EXPECT_EQ(d.link, n % 3 == 0 ? reds : blues) << "message " << n;
+        (d.link == reds ? red : blue)++;
+    }
+    EXPECT_EQ(red, 7u);
+    EXPECT_EQ(blue, 13u);
+}
+
 TEST(queue_selector, a_browser_sees_only_what_it_selects) {
     engine_fixture f;
     auto p = f.producer("q");

@@ -217,6 +217,25 @@ TEST_F(consumers, a_selector_that_does_not_parse_is_refused_with_invalid_field) 
     auto c = connect();
     test_receiver r = c->open_receiver("colours", with_selector("colour = 'red"));
     expect_condition(r.wait_error(), "amqp:invalid-field", "a string that never ends");
+    test_receiver number = c->open_receiver(
+        "colours", with_filter("selector", proton::symbol("apache.org:selector-filter:string"), 42));
+    expect_condition(number.wait_error(), "amqp:invalid-field", "holds no string");
+}
+
+TEST_F(consumers, two_selectors_in_one_filter_set_are_refused_with_not_implemented) {
+    start_broker();
+    auto c = connect();
+    proton::source::filter_map filters;
+    for (const char* name : {"one", "two"}) {
+        proton::value described;
+        proton::codec::encoder enc(described);
+        enc << proton::codec::start::described() << proton::symbol("apache.org:selector-filter:string")
+            << std::string("colour = 'red'") << proton::codec::finish();
+        filters.put(proton::symbol(name), described);
+    }
+    test_receiver r =
+        c->open_receiver("colours", receiver_credit(10).source(proton::source_options().filters(filters)));
+    expect_condition(r.wait_error(), "amqp:not-implemented", "a second selector");
 }
 
 // Any other filter is refused rather than echoed: echoed, it would say it
