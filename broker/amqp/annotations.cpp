@@ -50,14 +50,16 @@ bool read_map(value_cursor& c, std::vector<entry>& out) {
 // same name are one key, as are the three encodings of a ulong.
 std::string key_of(std::string_view k) {
     const auto code = static_cast<uint8_t>(k[0]);
+    std::string out(1, code == 0xa3 || code == 0xb3 ? 's' : code == 0x44 || code == 0x53 || code == 0x80 ? 'u' : 'x');
     switch (code) {
-    case 0xa3: return "s" + std::string(k.substr(2));
-    case 0xb3: return "s" + std::string(k.substr(5));
-    case 0x44: return std::string("u") + std::string(8, '\0');
-    case 0x53: return std::string("u") + std::string(7, '\0') + std::string(k.substr(1, 1));
-    case 0x80: return "u" + std::string(k.substr(1, 8));
-    default: return "x" + std::string(k); // only in a message's own annotations
+    case 0xa3: out.append(k.substr(2)); break;
+    case 0xb3: out.append(k.substr(5)); break;
+    case 0x44: out.append(8, '\0'); break;
+    case 0x53: out.append(7, '\0').append(k.substr(1, 1)); break;
+    case 0x80: out.append(k.substr(1, 8)); break;
+    default: out.append(k); break; // only in a message's own annotations
     }
+    return out;
 }
 
 void put_be32(size_t v, std::string& out) {

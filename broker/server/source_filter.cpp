@@ -62,10 +62,10 @@ source_filter read_source_filter(pn_data_t* filter) {
             continue;
         }
         if (!others.empty()) others += ", ";
-        others += "'" + e.name.substr(0, 128) + "'" +
-                  (e.selector ? " (a second selector)"
-                   : e.descriptor.empty() ? " (not a described filter)"
-                                          : " (" + e.descriptor.substr(0, 128) + ")");
+        others.append("'").append(e.name.substr(0, 128)).append("'");
+        if (e.selector) others.append(" (a second selector)");
+        else if (e.descriptor.empty()) others.append(" (not a described filter)");
+        else others.append(" (").append(e.descriptor.substr(0, 128)).append(")");
     }
     if (!others.empty()) {
         out.refusal = error{errc::not_implemented,
