@@ -7,6 +7,8 @@
 # DIR holds a wharfd (a build's bin/, or a copy of one). wharf-bench comes
 # from build-release. RUN is the wharf-bench command and its options (for
 # instance RUN="pair --at-most-once" compares two builds on something else).
+# RUN_A / RUN_B give each side its own command (one build, two workloads:
+# A=DIR B=DIR with the same DIR).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bench=$root/build-release/bin/wharf-bench
@@ -24,8 +26,10 @@ for round in $(seq "${ROUNDS:-6}"); do
       sleep 0.1
     done
     c0=$(awk '{print $14+$15}' /proc/$P/stat)
+    run_side=RUN_$side
+    run=${!run_side:-${RUN:-send --durable}}
     # shellcheck disable=SC2086 # RUN is words
-    rate=$("$bench" ${RUN:-send --durable} --url "$url" --address d --count "${COUNT:-300000}" --json --quiet |
+    rate=$("$bench" $run --url "$url" --address d --count "${COUNT:-300000}" --json --quiet |
            python3 -c 'import json,sys;print(int(json.load(sys.stdin)["msgs_per_s"]))')
     c1=$(awk '{print $14+$15}' /proc/$P/stat)
     kill $P; wait $P 2>/dev/null || true; rm -rf "$D"

@@ -2,7 +2,10 @@
 
 #include "tools/wharf-bench/connection_client.hpp"
 
+#include <proton/codec/encoder.hpp>
 #include <proton/connection.hpp>
+#include <proton/map.hpp>
+#include <proton/source.hpp>
 #include <proton/delivery.hpp>
 #include <proton/delivery_mode.hpp>
 #include <proton/error_condition.hpp>
@@ -75,6 +78,7 @@ sender_client::sender_client(run_control& run, connection_client& owner, int lin
     // pair/latency: the receivers count only the messages of this run.
     if (stamp_body_) message_.correlation_id(run.run_id());
     message_.durable(run.options().durable);
+    for (const auto& [name, value] : run.options().properties) message_.properties().put(name, value);
     message_.body(body_);
     if (time_accepts_) {
         const auto slots = std::bit_ceil(2 * in_flight_);
@@ -257,14 +261,28 @@ receiver_client::receiver_client(run_control& run, connection_client& owner, int
 
 bool receiver_client::closing() const { return owner_.closing(); }
 
+// The queue, with the selector as a filter (what Qpid JMS and rhea send).
+proton::source_options receiver_client::source_for(const bench_options& o, int link_index) {
+    auto src = proton::source_options().address(o.queue_for(link_index));
+    if (o.selector.empty()) return src;
+    proton::value described;
+    proton::codec::encoder enc(described);
+    enc << proton::codec::start::described() << uint64_t{0x0000468C00000004ULL} << o.selector
+        << proton::codec::finish();
+    proton::source::filter_map filters;
+    filters.put(proton::symbol("jms-selector"), described);
+    return src.filters(filters);
+}
+
 void receiver_client::open(wharf::client::cluster_client& client) {
     const auto& o = run_.options();
+    proton::source_options source = source_for(o, link_index_);
     client.open_receiver(o.url, o.queue_for(link_index_), *this,
                          proton::receiver_options()
                              .credit_window(0)
                              .auto_accept(true)
                              .delivery_mode(settle_mode(o))
-                             .source(proton::source_options().address(o.queue_for(link_index_))));
+                             .source(source));
 }
 
 void receiver_client::accept_incoming(proton::receiver& r) {

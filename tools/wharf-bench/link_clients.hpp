@@ -21,6 +21,7 @@
 #include <proton/messaging_handler.hpp>
 #include <proton/receiver.hpp>
 #include <proton/sender.hpp>
+#include <proton/source_options.hpp>
 #include <proton/work_queue.hpp>
 
 #include <atomic>
@@ -132,6 +133,7 @@ public:
                     const std::vector<sender_client*>& senders);
 
     void open(wharf::client::cluster_client& client);
+    static proton::source_options source_for(const bench_options& o, int link_index);
     // receive --listen: takes a link a peer attached (on its connection's
     // thread); its events come here from now on, and the peer closing it is
     // the end of its run, not an error.

@@ -76,6 +76,11 @@ parse_result parse_options(int argc, char** argv) {
         ->capture_default_str();
     app.add_flag("--at-most-once", o.at_most_once, "Send pre-settled (default: at-least-once)");
     app.add_flag("--durable", o.durable, "Mark messages durable (the broker must store them before accepting)");
+    std::vector<std::string> properties;
+    app.add_option("--property", properties,
+                   "NAME=VALUE: an application property (a string) on every message; repeatable");
+    app.add_option("--selector", o.selector,
+                   "Receivers attach with this JMS selector (filter 'jms-selector', as Qpid JMS and rhea send it)");
     app.add_option("--credit", o.credit, "Receiver credit window (refilled when half is used)")
         ->check(CLI::Range(1, 1 << 24))->capture_default_str();
     app.add_option("--in-flight", o.in_flight, "Max unsettled sends per link")
@@ -107,6 +112,14 @@ parse_result parse_options(int argc, char** argv) {
         return {std::nullopt, 2};
     }
     o.mode = modes.at(mode);
+    for (const auto& p : properties) {
+        const auto eq = p.find('=');
+        if (eq == std::string::npos || eq == 0) {
+            std::cerr << "wharf-bench: --property '" << p << "' is not NAME=VALUE\n";
+            return {std::nullopt, 2};
+        }
+        o.properties.emplace_back(p.substr(0, eq), p.substr(eq + 1));
+    }
     if (auto err = validate(o); !err.empty()) {
         std::cerr << "wharf-bench: " << err << "\n";
         return {std::nullopt, 2};

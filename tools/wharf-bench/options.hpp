@@ -23,6 +23,10 @@ struct bench_options {
     std::size_t size = 100;     // body bytes
     bool at_most_once = false;
     bool durable = false;        // header durable = true on every message
+    // Application properties every message carries (string values), and a
+    // JMS selector the receivers attach with ("": none).
+    std::vector<std::pair<std::string, std::string>> properties;
+    std::string selector;
     int credit = 1000;          // receiver credit window
     int in_flight = 1000;       // max unsettled sends per link
     std::optional<std::uint64_t> count;
