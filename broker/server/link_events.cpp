@@ -83,14 +83,20 @@ void amqp_connection::on_link_open(pn_link_t* l) {
         c.address = terminus_address(tgt);
         c.out = outbox_;
         lc->anonymous = c.address.empty();
-        if (pn_terminus_is_dynamic(tgt)) {
+        const bool coordinator = pn_terminus_get_type(tgt) == PN_COORDINATOR;
+        if (pn_terminus_is_dynamic(tgt) || coordinator) {
+            // (A coordinator has no address: taken for an anonymous producer,
+            // a transaction's declare would be refused for want of a `to`.)
             engine::link_id id = lc->id;
             links_.emplace(id, std::move(lc));
-            engine::ev_attached refusal{id,
-                                        error{errc::not_implemented,
-                                              "dynamic targets are not supported; attach to a "
-                                              "named queue or use a null target (anonymous relay)"},
-                                        {}};
+            engine::ev_attached refusal{
+                id,
+                error{errc::not_implemented,
+                      coordinator ? "transactions are not supported (the target is a coordinator, AMQP 1.0 §4); "
+                                    "send and settle without a transaction"
+                                  : "dynamic targets are not supported; attach to a named queue or use a null "
+                                    "target (anonymous relay)"},
+                {}};
             handle(refusal);
             return;
         }

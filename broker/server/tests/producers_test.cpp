@@ -2,6 +2,7 @@
 // transfers settled accepted, pre-settled transfers delivered.
 
 #include "broker/server/tests/component_test.hpp"
+#include "broker/server/tests/raw_peer.hpp"
 
 #include <proton/delivery_mode.hpp>
 #include <proton/source_options.hpp>
@@ -296,6 +297,21 @@ TEST_F(producers, an_aborted_message_gives_its_credit_back) {
     EXPECT_EQ(outs[1].kind, outcome_kind::accepted);
     test_receiver r = c->open_receiver("aborts", receiver_credit(10));
     EXPECT_EQ(bodies(r.wait_messages(2)), (std::vector<std::string>{"after the abort", "and one more"}));
+}
+
+// A client that opens a transaction coordinator (Qpid JMS for a transacted
+// session) hears at attach that there are no transactions, rather than
+// having its declare refused as a message without an address.
+TEST_F(producers, a_transaction_coordinator_is_refused_with_not_implemented) {
+    start_broker();
+    raw_peer peer(broker().url());
+    pn_link_t* coordinator = peer.open_coordinator();
+    ASSERT_TRUE(peer.run_until([&] { return peer.remote_closed(coordinator); })) << peer.error();
+    pn_condition_t* cond = pn_link_remote_condition(coordinator);
+    ASSERT_TRUE(pn_condition_is_set(cond));
+    EXPECT_STREQ(pn_condition_get_name(cond), "amqp:not-implemented");
+    EXPECT_NE(std::string(pn_condition_get_description(cond)).find("transactions are not supported"), std::string::npos)
+        << pn_condition_get_description(cond);
 }
 
 } // namespace

@@ -57,6 +57,13 @@ pn_link_t* raw_peer::open_sender(const std::string& address, const properties& p
     return l;
 }
 
+pn_link_t* raw_peer::open_coordinator() {
+    pn_link_t* l = pn_sender(session_, "raw-coordinator");
+    pn_terminus_set_type(pn_link_target(l), PN_COORDINATOR);
+    pn_link_open(l);
+    return l;
+}
+
 pn_link_t* raw_peer::open_receiver(const std::string& address, int credit, bool presettled, bool top_up,
                                    uint64_t max_message_size, const properties& props) {
     pn_link_t* l = pn_receiver(session_, ("raw-receiver-" + address).c_str());

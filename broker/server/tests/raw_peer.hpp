@@ -32,6 +32,9 @@ class raw_peer {
     using properties = std::vector<std::pair<std::string, std::string>>; // a link's, symbol -> string
     // Opened now; the attach goes out at the next run_until().
     pn_link_t* open_sender(const std::string& address, const properties& props = {});
+    // A sender to a transaction coordinator (AMQP 1.0 §4.2), as a client
+    // opens before it declares a transaction.
+    pn_link_t* open_coordinator();
     // Grants `credit` and keeps it topped up (unless !top_up); a
     // pre-settled one asks for at-most-once delivery.
     pn_link_t* open_receiver(const std::string& address, int credit, bool presettled = false, bool top_up = true,
