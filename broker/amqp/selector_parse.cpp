@@ -19,6 +19,7 @@
 #include <cctype>
 #include <charconv>
 #include <cstdlib>
+#include <initializer_list>
 
 namespace wharf::amqp {
 namespace {
@@ -193,26 +194,30 @@ class parser {
     }
 
     // ---- grammar ----
-    node_ptr parse_or() {
-        node_ptr left = parse_and();
-        while (left && is_kw("OR")) {
+    // One left-associative level: operands from `lower`, joined by any of
+    // `ops` (keywords or symbols).
+    struct infix {
+        std::string_view text;
+        bool keyword;
+        node::op o;
+    };
+    node_ptr left_assoc(std::initializer_list<infix> ops, node_ptr (parser::*lower)()) {
+        node_ptr left = (this->*lower)();
+        while (left) {
+            const infix* hit = nullptr;
+            for (const infix& i : ops)
+                if (i.keyword ? is_kw(i.text) : is_sym(i.text)) hit = &i;
+            if (hit == nullptr) break;
+            const node::op o = hit->o;
             if (!next()) return nullptr;
-            node_ptr right = parse_and();
+            node_ptr right = (this->*lower)();
             if (!right) return nullptr;
-            left = make(node::op::or_, std::move(left), std::move(right));
+            left = make(o, std::move(left), std::move(right));
         }
         return left;
     }
-    node_ptr parse_and() {
-        node_ptr left = parse_not();
-        while (left && is_kw("AND")) {
-            if (!next()) return nullptr;
-            node_ptr right = parse_not();
-            if (!right) return nullptr;
-            left = make(node::op::and_, std::move(left), std::move(right));
-        }
-        return left;
-    }
+    node_ptr parse_or() { return left_assoc({{"OR", true, node::op::or_}}, &parser::parse_and); }
+    node_ptr parse_and() { return left_assoc({{"AND", true, node::op::and_}}, &parser::parse_not); }
     // Nesting (parentheses, NOT, signs) has a bound, so that a hostile
     // selector cannot exhaust the stack.
     struct nest {
@@ -317,26 +322,10 @@ class parser {
         return left;
     }
     node_ptr parse_sum() {
-        node_ptr left = parse_product();
-        while (left && (is_sym("+") || is_sym("-"))) {
-            const node::op o = is_sym("+") ? node::op::add : node::op::sub;
-            if (!next()) return nullptr;
-            node_ptr right = parse_product();
-            if (!right) return nullptr;
-            left = make(o, std::move(left), std::move(right));
-        }
-        return left;
+        return left_assoc({{"+", false, node::op::add}, {"-", false, node::op::sub}}, &parser::parse_product);
     }
     node_ptr parse_product() {
-        node_ptr left = parse_unary();
-        while (left && (is_sym("*") || is_sym("/"))) {
-            const node::op o = is_sym("*") ? node::op::mul : node::op::div;
-            if (!next()) return nullptr;
-            node_ptr right = parse_unary();
-            if (!right) return nullptr;
-            left = make(o, std::move(left), std::move(right));
-        }
-        return left;
+        return left_assoc({{"*", false, node::op::mul}, {"/", false, node::op::div}}, &parser::parse_unary);
     }
     node_ptr parse_unary() {
         nest n(depth_);

@@ -38,6 +38,20 @@ std::string sample() {
     return pn_encode(m.get());
 }
 
+// A message whose application-properties are these strings.
+std::string with_strings(const std::vector<std::pair<std::string, std::string>>& props) {
+    auto m = make_pn_message();
+    pn_data_t* p = pn_message_properties(m.get());
+    pn_data_put_map(p);
+    pn_data_enter(p);
+    for (const auto& [k, v] : props) {
+        pn_data_put_string(p, pn_str(k));
+        pn_data_put_string(p, pn_str(v));
+    }
+    pn_data_exit(p);
+    return pn_encode(m.get());
+}
+
 bool selects(const std::string& text, const std::string& message = sample()) {
     auto s = selector::parse(text);
     EXPECT_TRUE(s.has_value()) << text << ": " << s.error();
@@ -88,16 +102,7 @@ TEST(selector, between_in_and_like) {
 }
 
 TEST(selector, like_escapes_and_counts_characters_not_bytes) {
-    auto m = make_pn_message();
-    pn_data_t* p = pn_message_properties(m.get());
-    pn_data_put_map(p);
-    pn_data_enter(p);
-    pn_data_put_string(p, pn_str("code"));
-    pn_data_put_string(p, pn_str("50%_off"));
-    pn_data_put_string(p, pn_str("word"));
-    pn_data_put_string(p, pn_str("caf\xc3\xa9"));
-    pn_data_exit(p);
-    const std::string msg = pn_encode(m.get());
+    const std::string msg = with_strings({{"code", "50%_off"}, {"word", "caf\xc3\xa9"}});
     EXPECT_TRUE(selects("code LIKE '50!%!_off' ESCAPE '!'", msg));
     EXPECT_FALSE(selects("code LIKE '50!%!_of' ESCAPE '!'", msg));
     EXPECT_TRUE(selects("word LIKE 'caf_'", msg)) << "_ is one character, two bytes here";
@@ -151,17 +156,7 @@ TEST(selector, a_chain_too_long_to_evaluate_safely_is_refused) {
 }
 
 TEST(selector, like_takes_each_part_where_it_first_occurs) {
-    auto m = make_pn_message();
-    pn_data_t* p = pn_message_properties(m.get());
-    pn_data_put_map(p);
-    pn_data_enter(p);
-    pn_data_put_string(p, pn_str("s"));
-    pn_data_put_string(p, pn_str("xabyabz"));
-    pn_data_put_string(p, pn_str("long"));
-    const std::string long_value(100000, 'a');
-    pn_data_put_string(p, pn_str(long_value));
-    pn_data_exit(p);
-    const std::string msg = pn_encode(m.get());
+    const std::string msg = with_strings({{"s", "xabyabz"}, {"long", std::string(100000, 'a')}});
     EXPECT_TRUE(selects("s LIKE '%ab%ab%'", msg));
     EXPECT_TRUE(selects("s LIKE 'x%ab_ab%z'", msg));
     EXPECT_FALSE(selects("s LIKE '%ab%ab%ab%'", msg));
