@@ -116,5 +116,21 @@ TEST(wharf_bench, latency_at_most_once_goes_on_after_a_lost_message) {
     EXPECT_TRUE(run.value("ok", false)) << run.dump();
 }
 
+// --property puts the property on every message sent, and --selector
+// makes the receivers select by it: what a selector does not select stays.
+TEST(wharf_bench, a_receiver_with_a_selector_takes_only_what_it_selects) {
+    wharfd_process node;
+    ASSERT_TRUE(node.listening()) << node.stderr_text();
+    for (const char* colour : {"colour=red", "colour=blue", "colour=red"}) {
+        const auto sent = bench({"send", "--url", node.url(), "--address", "paint", "--property", colour, "--count", "100"});
+        ASSERT_EQ(sent.value("accepted", 0), 100) << sent.dump();
+    }
+    const auto reds = bench({"receive", "--url", node.url(), "--address", "paint", "--selector", "colour = 'red'",
+                             "--drain-idle", "0.5"});
+    EXPECT_EQ(reds.value("received", 0), 200) << reds.dump();
+    const auto rest = bench({"receive", "--url", node.url(), "--address", "paint", "--drain-idle", "0.5"});
+    EXPECT_EQ(rest.value("received", 0), 100) << "the blue messages did not stay: " << rest.dump();
+}
+
 } // namespace
 } // namespace wharf::bench::test

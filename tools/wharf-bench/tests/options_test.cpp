@@ -39,6 +39,18 @@ TEST(bench_options, password_without_user_is_refused) {
     EXPECT_EQ(r.exit_code, 2);
 }
 
+TEST(bench_options, properties_are_name_value_pairs) {
+    const auto r = parse({"send", "--property", "colour=red", "--property", "empty=", "--property", "eq=a=b"});
+    ASSERT_TRUE(r.options);
+    const std::vector<std::pair<std::string, std::string>> want{{"colour", "red"}, {"empty", ""}, {"eq", "a=b"}};
+    EXPECT_EQ(r.options->properties, want);
+    for (const char* bad : {"colour", "=red"}) {
+        const auto refused = parse({"send", "--property", bad});
+        EXPECT_FALSE(refused.options) << bad;
+        EXPECT_EQ(refused.exit_code, 2) << bad;
+    }
+}
+
 TEST(bench_options, listen_in_receive_mode) {
     const auto r = parse({"receive", "--listen", "127.0.0.1:0", "--count", "10"});
     ASSERT_TRUE(r.options);
