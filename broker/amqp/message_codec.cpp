@@ -442,6 +442,33 @@ result<message_info, codec_error> scan_message(std::string_view bytes) {
     return info;
 }
 
+std::optional<section_spans> locate_sections(std::string_view bytes) {
+    section_reader s(bytes);
+    section_spans out;
+    while (!s.at_end()) {
+        const size_t at = s.pos();
+        section sec{};
+        if (s.u8() != 0x00 || !s.read_descriptor(at, sec)) {
+            return std::nullopt;
+        }
+        if (section_rank(sec) >= section_rank(section::data)) {
+            break; // the body and the footer: nothing a selector reads
+        }
+        if (!s.jump_value(s.size(), 1)) {
+            return std::nullopt;
+        }
+        switch (sec) {
+        case section::header: out.header_at = at, out.header_end = s.pos(); break;
+        case section::properties: out.properties_at = at, out.properties_end = s.pos(); break;
+        case section::application_properties:
+            out.application_properties_at = at, out.application_properties_end = s.pos();
+            break;
+        default: break;
+        }
+    }
+    return out;
+}
+
 void encode_header(const header_fields& h, std::string& out) {
     const header_fields d;
     int fields = 0; // how many leading fields to write

@@ -70,6 +70,19 @@ struct message_info {
 // and properties are interpreted.
 result<message_info, codec_error> scan_message(std::string_view bytes);
 
+// Where a message's header, properties and application-properties sections
+// are, each [at, end) from its 0x00 (both 0 when absent), for a message
+// scan_message has accepted: each section is stepped over by its declared
+// size, nothing inside is checked again, and the walk stops at the first
+// body section. Selectors read messages this way, once per consumer that
+// looks at them. nullopt when the bytes end inside a section it steps over.
+struct section_spans {
+    size_t header_at = 0, header_end = 0;
+    size_t properties_at = 0, properties_end = 0;
+    size_t application_properties_at = 0, application_properties_end = 0;
+};
+std::optional<section_spans> locate_sections(std::string_view bytes);
+
 // Appends the encoded header section for `h` to `out`. Fields equal to their
 // defaults at the end of the list are omitted, as the spec allows.
 void encode_header(const header_fields& h, std::string& out);

@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 namespace wharf::amqp {
 namespace {
@@ -63,15 +64,31 @@ sel_value decode(std::string_view raw) {
 // The message's fields, looked up by name as the selector asks for them.
 class fields {
   public:
-    fields(std::string_view bytes, const message_info& info) : bytes_(bytes), info_(info) {}
+    fields(std::string_view bytes, const section_spans& spans, uint32_t delivery_count)
+        : bytes_(bytes), spans_(spans), delivery_count_(delivery_count) {}
 
-    sel_value get(const std::string& name) const {
-        if (name == "JMSPriority") return static_cast<int64_t>(info_.header.priority);
-        if (name == "JMSDeliveryMode") return std::string(info_.header.durable ? "PERSISTENT" : "NON_PERSISTENT");
-        if (name == "JMSMessageID") return string_only(property_field(0));
-        if (name == "JMSCorrelationID") return string_only(property_field(5));
-        if (name == "JMSTimestamp") return property_field(9);
-        return application_property(name);
+    sel_value get(const node& n) const {
+        switch (n.field) {
+        case message_field::property: return application_property(n.name);
+        case message_field::priority: {
+            const std::string_view p = header_field(1);
+            return static_cast<int64_t>(p.size() == 2 && p[0] == '\x50' ? static_cast<uint8_t>(p[1]) : 4);
+        }
+        case message_field::delivery_mode: {
+            const std::string_view d = header_field(0);
+            const bool durable = d == "\x41" || (d.size() == 2 && d[0] == '\x56' && d[1] != 0);
+            return std::string(durable ? "PERSISTENT" : "NON_PERSISTENT");
+        }
+        case message_field::timestamp: return property_field(9);
+        case message_field::message_id: return string_only(property_field(0));
+        case message_field::correlation_id: return string_only(property_field(5));
+        case message_field::type: return string_only(property_field(3));
+        case message_field::user_id: return binary_as_string(properties_raw(1));
+        case message_field::group_id: return string_only(property_field(10));
+        case message_field::group_seq: return property_field(11);
+        case message_field::delivery_count: return static_cast<int64_t>(delivery_count_) + 1;
+        }
+        return {};
     }
 
   private:
@@ -81,45 +98,77 @@ class fields {
     bool open_section(size_t at, size_t end, value_cursor& c, size_t& value_end, uint32_t& count) const {
         if (end <= at) return false;
         c.take(at + 1);
-        if (!c.skip_value(end, 1) || !c.need(1, end, "a section")) return false;
+        if (!c.jump_value(end, 1) || !c.need(1, end, "a section")) return false;
         const size_t v = c.pos();
         const uint8_t code = c.u8();
         if (code == 0x40 || code == 0x45) return false; // null, or an empty list
         return c.open_compound(code, v, end, value_end, count);
     }
 
-    sel_value property_field(uint32_t index) const {
+    // Element `index` of the list section at [at, end), encoded; empty when
+    // the list is shorter or the section absent.
+    std::string_view list_field(size_t at, size_t end, uint32_t index) const {
         value_cursor c(bytes_);
-        size_t end = 0;
+        size_t list_end = 0;
         uint32_t count = 0;
-        if (!open_section(info_.properties_at, info_.properties_end, c, end, count) || index >= count) return {};
+        if (!open_section(at, end, c, list_end, count) || index >= count) return {};
         for (uint32_t i = 0; i < index; ++i)
-            if (!c.skip_value(end, 1)) return {};
-        const size_t at = c.pos();
-        if (!c.skip_value(end, 1)) return {};
-        return decode(c.since(at));
+            if (!c.jump_value(list_end, 1)) return {};
+        const size_t from = c.pos();
+        return c.jump_value(list_end, 1) ? c.since(from) : std::string_view{};
+    }
+
+    std::string_view header_field(uint32_t index) const {
+        return list_field(spans_.header_at, spans_.header_end, index);
+    }
+
+    std::string_view properties_raw(uint32_t index) const {
+        return list_field(spans_.properties_at, spans_.properties_end, index);
+    }
+    sel_value property_field(uint32_t index) const {
+        const std::string_view raw = properties_raw(index);
+        return raw.empty() ? sel_value{} : decode(raw);
+    }
+    // A binary's bytes as a string (user-id: Qpid JMS writes JMSXUserID's
+    // UTF-8 there); NULL for anything else.
+    static sel_value binary_as_string(std::string_view raw) {
+        if (raw.empty()) return {};
+        switch (static_cast<uint8_t>(raw[0])) {
+        case 0xa0: return std::string(raw.substr(2));
+        case 0xb0: return std::string(raw.substr(5));
+        default: return {};
+        }
+    }
+
+    // A string or symbol key's characters; nullopt for any other key.
+    static std::optional<std::string_view> key_text(std::string_view raw) {
+        switch (static_cast<uint8_t>(raw[0])) {
+        case 0xa1: case 0xa3: return raw.substr(2);
+        case 0xb1: case 0xb3: return raw.substr(5);
+        default: return std::nullopt;
+        }
     }
 
     sel_value application_property(const std::string& name) const {
         value_cursor c(bytes_);
         size_t end = 0;
         uint32_t count = 0;
-        if (!open_section(info_.application_properties_at, info_.application_properties_end, c, end, count))
+        if (!open_section(spans_.application_properties_at, spans_.application_properties_end, c, end, count))
             return {};
         for (uint32_t i = 0; i + 1 < count; i += 2) {
             const size_t key_at = c.pos();
-            if (!c.skip_value(end, 1)) return {};
-            const sel_value key = decode(c.since(key_at));
+            if (!c.jump_value(end, 1)) return {};
+            const auto key = key_text(c.since(key_at));
             const size_t value_at = c.pos();
-            if (!c.skip_value(end, 1)) return {};
-            if (const auto* k = std::get_if<std::string>(&key); k != nullptr && *k == name)
-                return decode(c.since(value_at));
+            if (!c.jump_value(end, 1)) return {};
+            if (key && *key == name) return decode(c.since(value_at));
         }
         return {};
     }
 
     std::string_view bytes_;
-    const message_info& info_;
+    const section_spans& spans_;
+    uint32_t delivery_count_;
 };
 
 bool is_null(const sel_value& v) { return std::holds_alternative<std::monostate>(v); }
@@ -190,7 +239,7 @@ sel_value eval(const node& n, const fields& f) {
     };
     switch (n.o) {
     case op::literal: return n.value;
-    case op::identifier: return f.get(n.name);
+    case op::identifier: return f.get(n);
     case op::or_: {
         const sel_value a = kid(0);
         if (const bool* x = as_bool(a); x && *x) return true;
@@ -340,10 +389,10 @@ result<std::shared_ptr<const selector>, std::string> selector::parse(std::string
     return std::shared_ptr<const selector>(new selector(std::move(root.value())));
 }
 
-bool selector::matches(std::string_view bytes) const {
-    auto info = scan_message(bytes);
-    if (!info) return false;
-    const fields f(bytes, *info);
+bool selector::matches(std::string_view bytes, uint32_t delivery_count) const {
+    const auto spans = locate_sections(bytes);
+    if (!spans) return false;
+    const fields f(bytes, *spans, delivery_count);
     const sel_value v = eval(*root_, f);
     const bool* b = as_bool(v);
     return b != nullptr && *b;

@@ -5,13 +5,9 @@
 //
 // A selector is parsed once, at attach, and then decides for each message
 // whether the consumer may have it. It reads the message's bytes as they
-// are (no proton::message): application-properties by name, and these
-// header names from the AMQP sections:
-//   JMSPriority      header.priority (4 when absent)
-//   JMSDeliveryMode  'PERSISTENT' when header.durable, else 'NON_PERSISTENT'
-//   JMSTimestamp     properties.creation-time (ms since the epoch)
-//   JMSMessageID     properties.message-id, when it is a string
-//   JMSCorrelationID properties.correlation-id, when it is a string
+// are (no proton::message): application-properties by name, and the JMS
+// header and JMSX names from the AMQP sections (selector_node.hpp's
+// jms_names says where each is read; other JMS names are refused at parse).
 // Any other identifier is an application property (NULL when absent, or of
 // a type selectors do not compare: binary, uuid, lists, maps, ...).
 //
@@ -42,9 +38,13 @@ class selector {
     static result<std::shared_ptr<const selector>, std::string> parse(std::string_view text);
     ~selector();
 
-    // Whether the encoded message `bytes` is selected. A message whose
-    // sections do not scan is not.
-    bool matches(std::string_view bytes) const;
+    // Whether the encoded message `bytes` is selected. `bytes` is a message
+    // scan_message accepted (every message a queue holds): only the
+    // sections before the body are read, each stepped over by its size
+    // (locate_sections). A message that ends inside one is not selected.
+    // `delivery_count` is the message's failed deliveries so far, as the
+    // queue counts them (JMSXDeliveryCount is one more).
+    bool matches(std::string_view bytes, uint32_t delivery_count = 0) const;
 
     struct node;
 

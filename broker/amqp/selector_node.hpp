@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -27,6 +28,31 @@ std::vector<uint32_t> code_points(std::string_view s);
 like_pattern compile_like(std::string_view text, int escape);
 bool like_matches(const std::vector<uint32_t>& value, const like_pattern& p);
 
+// Where an identifier's value comes from: an application property of its
+// name, or one of the JMS names below, read from the AMQP sections as Qpid
+// JMS writes them (AmqpJmsMessageFacade) and ActiveMQ Artemis reads them.
+enum class message_field : uint8_t {
+    property,
+    priority, delivery_mode, timestamp, message_id, correlation_id, type,
+    user_id, group_id, group_seq, delivery_count,
+};
+struct jms_name {
+    std::string_view name;
+    message_field field;
+};
+inline constexpr jms_name jms_names[] = {
+    {"JMSPriority", message_field::priority},             // header.priority (4 when absent)
+    {"JMSDeliveryMode", message_field::delivery_mode},    // header.durable: 'PERSISTENT' / 'NON_PERSISTENT'
+    {"JMSTimestamp", message_field::timestamp},           // properties.creation-time
+    {"JMSMessageID", message_field::message_id},          // properties.message-id, a string
+    {"JMSCorrelationID", message_field::correlation_id},  // properties.correlation-id, a string
+    {"JMSType", message_field::type},                     // properties.subject
+    {"JMSXUserID", message_field::user_id},               // properties.user-id, its bytes as a string
+    {"JMSXGroupID", message_field::group_id},             // properties.group-id
+    {"JMSXGroupSeq", message_field::group_seq},           // properties.group-sequence
+    {"JMSXDeliveryCount", message_field::delivery_count}, // deliveries so far, this one included
+};
+
 struct selector::node {
     enum class op {
         literal, identifier,
@@ -39,6 +65,7 @@ struct selector::node {
     bool negated = false;        // NOT BETWEEN, NOT IN, NOT LIKE, IS NOT NULL
     sel_value value;             // literal
     std::string name;            // identifier
+    message_field field = message_field::property; // identifier
     std::vector<std::unique_ptr<node>> kids;
     std::vector<std::string> set; // IN
     like_pattern like;            // LIKE

@@ -37,10 +37,17 @@ struct token {
 
 constexpr std::string_view keywords[] = {"AND", "OR", "NOT", "BETWEEN", "IN", "LIKE", "ESCAPE", "IS", "NULL", "TRUE", "FALSE"};
 
-bool supported_header(const std::string& name) {
-    for (const char* h : {"JMSPriority", "JMSDeliveryMode", "JMSTimestamp", "JMSMessageID", "JMSCorrelationID"})
-        if (name == h) return true;
-    return false;
+// The JMS name `name` reads, or nullptr.
+const jms_name* find_jms_name(std::string_view name) {
+    for (const auto& j : jms_names)
+        if (j.name == name) return &j;
+    return nullptr;
+}
+
+std::string jms_name_list() {
+    std::string out;
+    for (const auto& j : jms_names) out += (out.empty() ? "" : ", ") + std::string(j.name);
+    return out;
 }
 
 bool ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_' || c == '$'; }
@@ -347,10 +354,13 @@ class parser {
         case token::integer: n = make(node::op::literal); n->value = tok_.i; break;
         case token::real: n = make(node::op::literal); n->value = tok_.d; break;
         case token::ident:
-            if (tok_.text.rfind("JMS", 0) == 0 && !supported_header(tok_.text))
-                return bad(tok_.text + " is not supported here (of the JMS names: JMSPriority, JMSDeliveryMode, "
-                                       "JMSTimestamp, JMSMessageID, JMSCorrelationID)");
             n = make(node::op::identifier);
+            if (tok_.text.rfind("JMS", 0) == 0) {
+                const jms_name* j = find_jms_name(tok_.text);
+                if (j == nullptr)
+                    return bad(tok_.text + " is not supported here (of the JMS names: " + jms_name_list() + ")");
+                n->field = j->field;
+            }
             n->name = tok_.text;
             break;
         case token::keyword:

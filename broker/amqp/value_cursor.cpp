@@ -117,6 +117,39 @@ bool value_cursor::skip_value(size_t limit, int depth) {
     return skip_body(code, at, limit, depth);
 }
 
+bool value_cursor::jump_value(size_t limit, int depth) {
+    if (depth > max_value_depth) {
+        return fail(codec_errc::bad_constructor, pos_,
+                    "values nested more than " + std::to_string(max_value_depth) + " deep");
+    }
+    if (!need(1, limit, "a constructor")) {
+        return false;
+    }
+    const size_t at = pos_;
+    const uint8_t code = u8();
+    if (code == 0x00) {
+        return jump_value(limit, depth + 1) && jump_value(limit, depth + 1);
+    }
+    size_t n = 0;
+    if (const int w = fixed_width(code); w >= 0) {
+        n = static_cast<size_t>(w);
+    } else if (is_sized(code)) {
+        uint32_t size = 0;
+        // The size field is one byte for the 0xa_, 0xc_ and 0xe_ codes, four for 0xb_, 0xd_, 0xf_.
+        if (!read_width((code & 0x10) != 0 ? 4 : 1, limit, type_name(code), size)) {
+            return false;
+        }
+        n = size;
+    } else {
+        return fail(codec_errc::bad_constructor, at, "unknown format code " + hex_byte(code));
+    }
+    if (!need(n, limit, type_name(code))) {
+        return false;
+    }
+    pos_ += n;
+    return true;
+}
+
 bool value_cursor::skip_body(uint8_t code, size_t at, size_t limit, int depth) {
     if (const int w = fixed_width(code); w >= 0) {
         if (!need(w, limit, type_name(code))) {

@@ -83,6 +83,10 @@ class value_cursor {
     // Skips one complete value (constructor and body).
     bool skip_value(size_t limit, int depth);
 
+    // Steps over one complete value by its declared size, without visiting
+    // a compound's elements: for bytes skip_value has already accepted.
+    bool jump_value(size_t limit, int depth);
+
     // Skips the body of a value whose format code `code`, read at offset
     // `at`, has already been consumed. Array elements are such bodies.
     bool skip_body(uint8_t code, size_t at, size_t limit, int depth);

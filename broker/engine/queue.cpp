@@ -6,7 +6,9 @@
 
 namespace wharf::engine {
 
-bool consumer::selects(const queue_entry& e) const { return selector == nullptr || selector->matches(e.body.bytes()); }
+bool consumer::selects(const queue_entry& e) const {
+    return selector == nullptr || selector->matches(e.body.bytes(), e.delivery_count);
+}
 
 bool queue_entry::excludes(link_id l) const {
     return excluded && std::find(excluded->begin(), excluded->end(), l) != excluded->end();

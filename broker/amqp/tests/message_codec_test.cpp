@@ -258,6 +258,31 @@ TEST(message_codec_scan, hand_built_with_ulong_descriptors) {
     EXPECT_EQ(info.header_end, 10 + list32({bytes({0x56, 1})}).size());
 }
 
+TEST(message_codec_locate, finds_the_sections_scan_message_finds_and_stops_at_the_body) {
+    const std::string head = symbol_section("amqp:header:list", list8({bytes({0x41}), bytes({0x50, 9})})) +
+                             section(message_annotations, map8({sym8("k"), str8("v")}));
+    const std::string props = section(properties, list32({bytes({0x40}), bytes({0x40}), str8("q")}));
+    const std::string app = symbol_section("amqp:application-properties:map", map32({str8("a"), str8("b")}));
+    const std::string b = head + props + app + section(data, vbin8("abc"));
+    const message_info info = scan_ok(b);
+    const auto spans = locate_sections(b);
+    ASSERT_TRUE(spans.has_value());
+    EXPECT_EQ(spans->header_at, 0u);
+    EXPECT_EQ(spans->header_end, info.header_end);
+    EXPECT_EQ(spans->properties_at, info.properties_at);
+    EXPECT_EQ(spans->properties_end, info.properties_end);
+    EXPECT_EQ(spans->application_properties_at, head.size() + props.size());
+    EXPECT_EQ(spans->application_properties_end, info.application_properties_end);
+    // The body is not read: a message cut inside it still locates, one cut
+    // inside the properties does not.
+    EXPECT_TRUE(locate_sections(b.substr(0, b.size() - 1)).has_value());
+    EXPECT_FALSE(locate_sections(b.substr(0, head.size() + props.size() - 1)).has_value());
+    const auto none = locate_sections(section(amqp_value, str8("x")));
+    ASSERT_TRUE(none.has_value());
+    EXPECT_EQ(none->header_end, 0u);
+    EXPECT_EQ(none->application_properties_end, 0u);
+}
+
 TEST(message_codec_scan, message_without_header) {
     const std::string b = section(properties, list8({bytes({0x40}), bytes({0x40}), str8("q")})) +
                           section(amqp_value, str8("hello"));

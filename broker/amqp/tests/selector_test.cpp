@@ -117,6 +117,28 @@ TEST(selector, jms_header_names_read_the_amqp_sections) {
     pn_data_put_string(pn_message_body(plain.get()), pn_str("x"));
     const std::string msg = pn_encode(plain.get());
     EXPECT_TRUE(selects("JMSPriority = 4 AND JMSDeliveryMode = 'NON_PERSISTENT'", msg)) << "the header's defaults";
+    EXPECT_TRUE(selects("JMSType IS NULL AND JMSXUserID IS NULL AND JMSXGroupID IS NULL AND JMSXGroupSeq IS NULL",
+                        msg));
+}
+
+// Where Qpid JMS puts them: JMSType in subject, JMSXUserID's UTF-8 in
+// user-id (binary), the group in group-id and group-sequence; the delivery
+// count is the queue's, not the bytes'.
+TEST(selector, jms_type_and_jmsx_names_read_the_properties_and_the_queues_count) {
+    auto m = make_pn_message();
+    pn_message_set_subject(m.get(), "order");
+    pn_message_set_user_id(m.get(), pn_str("ann\xc3\xa9"));
+    pn_message_set_group_id(m.get(), "g-7");
+    pn_message_set_group_sequence(m.get(), 3);
+    pn_message_set_delivery_count(m.get(), 5); // what the bytes say; the queue's count is what counts
+    pn_data_put_string(pn_message_body(m.get()), pn_str("x"));
+    const std::string msg = pn_encode(m.get());
+    EXPECT_TRUE(selects("JMSType = 'order' AND JMSXUserID = 'ann\xc3\xa9'", msg));
+    EXPECT_TRUE(selects("JMSXGroupID = 'g-7' AND JMSXGroupSeq BETWEEN 3 AND 3", msg));
+    auto s = selector::parse("JMSXDeliveryCount > 1");
+    ASSERT_TRUE(s.has_value()) << s.error();
+    EXPECT_FALSE(s.value()->matches(msg, 0)) << "a first delivery counts 1";
+    EXPECT_TRUE(s.value()->matches(msg, 1));
 }
 
 TEST(selector, keywords_are_case_insensitive_and_precedence_is_sqls) {
@@ -173,7 +195,7 @@ TEST(selector, like_takes_each_part_where_it_first_occurs) {
 }
 
 TEST(selector, jms_names_it_cannot_read_are_refused_not_read_as_null) {
-    for (const char* name : {"JMSType", "JMSXGroupID", "JMS_AMQP_X"}) {
+    for (const char* name : {"JMSExpiration", "JMSXAppID", "JMS_AMQP_X"}) {
         auto s = selector::parse(std::string(name) + " = 'x'");
         ASSERT_FALSE(s.has_value()) << name;
         EXPECT_NE(s.error().find(name), std::string::npos) << s.error();

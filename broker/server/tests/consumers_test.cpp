@@ -212,6 +212,41 @@ TEST_F(consumers, a_selector_gives_a_consumer_only_the_messages_it_selects) {
     EXPECT_EQ(bodies(rest.wait_messages(3)), (std::vector<std::string>{"blue1", "green3", "blue0"}));
 }
 
+// A consumer of retried orders only: JMSType is properties.subject (where
+// Qpid JMS puts it), and JMSXDeliveryCount counts the queue's failed
+// deliveries, so a modified(delivery-failed) counts and a release does not.
+TEST_F(consumers, a_selector_on_jms_type_and_delivery_count_takes_only_failed_orders) {
+    start_broker();
+    auto c = connect();
+    {
+        test_sender s = c->open_sender("work");
+        ASSERT_TRUE(s.wait_open()) << s.wait_error();
+        const std::vector<std::string> types = {"order", "invoice", "order"};
+        for (size_t i = 0; i < types.size(); ++i) {
+            proton::message m = text_message(types[i] + std::to_string(i));
+            m.subject(types[i]);
+            s.send(m);
+        }
+        ASSERT_EQ(s.wait_outcomes(types.size()).size(), types.size());
+    }
+    test_receiver retries = c->open_receiver("work", with_jms_selector("JMSType = 'order' AND JMSXDeliveryCount > 1"));
+    ASSERT_TRUE(retries.wait_open()) << retries.wait_error();
+    test_receiver first = c->open_receiver("work", receiver_credit(0));
+    ASSERT_TRUE(first.wait_open()) << first.wait_error();
+    first.add_credit(3);
+    EXPECT_EQ(bodies(first.wait_messages(3)), (std::vector<std::string>{"order0", "invoice1", "order2"}));
+    first.settle(0, settle_as::modified_failed); // an order that failed: a retry
+    first.settle(1, settle_as::modified_failed); // failed, but not an order
+    first.settle(2, settle_as::release);         // not a failure
+    auto retried = retries.wait_messages(1);
+    ASSERT_EQ(bodies(retried), std::vector<std::string>{"order0"});
+    EXPECT_EQ(retried[0].msg.delivery_count(), 1u);
+    first.add_credit(2);
+    EXPECT_EQ(bodies(first.wait_messages(5)),
+              (std::vector<std::string>{"order0", "invoice1", "order2", "invoice1", "order2"}));
+    EXPECT_EQ(retries.message_count(), 1u) << "the selector took an invoice or an unfailed order";
+}
+
 TEST_F(consumers, a_selector_that_does_not_parse_is_refused_with_invalid_field) {
     start_broker();
     auto c = connect();
