@@ -15,6 +15,7 @@ SCENARIOS = [
     ("redirect", "6. Redirect mode: the detach's amqp:link:redirect and its info; the test follows it"),
     ("management", "7. Management QUERY of wharf.queue"),
     ("sasl-credit", "8. No SASL and SASL ANONYMOUS; credit 1 refilled after every message"),
+    ("selector", "9. A JMS selector in the client's own filter form (application property and JMSType)"),
 ]
 
 _cells = {}   # scenario -> {(row, column): text}

@@ -188,6 +188,38 @@ def test_outcomes(cluster, client, place):
     assert not failures, failures[:10]
 
 
+@pytest.mark.parametrize("place", PLACES)
+@pytest.mark.parametrize("client", CLIENTS)
+def test_selector(cluster, client, place):
+    """A receiver of each client with a JMS selector, in the filter form that
+    client builds (rhea's filter.selector, Python's Selector, ...), gets
+    only what it selects, in order; what it does not select stays."""
+    need(client)
+    node = node_for(cluster, place)
+    queue = "selector-%s-%s" % (client, place)
+    colours = ["red", "blue", "green"] * 4
+    messages = [{"properties": {"message_id": {"type": "string", "value": "m%d" % i},
+                                "subject": "order" if i % 2 == 0 else "invoice"},
+                 "application_properties": {"colour": {"type": "string", "value": c}},
+                 "body": {"value": {"type": "int", "value": i}}} for i, c in enumerate(colours)]
+    sent = agents.send("python", node.url, queue, messages)
+    assert sent.rc == 0 and sent.doc["outcomes"] == ["accepted"] * len(messages), sent
+
+    def ids(result):
+        assert result.rc == 0, result
+        return [m["properties"]["message_id"]["value"] for m in result.doc["messages"]]
+    selected = ids(agents.run(client, "receive", node.url, queue=queue, count=4,
+                              selector="colour IN ('red', 'green') AND JMSType = 'order'"))
+    rest = ids(agents.run("python", "receive", node.url, queue=queue, count=8))
+    failures = []
+    if selected != ["m0", "m2", "m6", "m8"]:
+        failures.append("the selecting receiver got %s" % selected)
+    if rest != ["m%d" % i for i in (1, 3, 4, 5, 7, 9, 10, 11)]:
+        failures.append("a plain receiver then got %s" % rest)
+    report.record("selector", client, place, ok=not failures, failure=failures or None)
+    assert not failures, failures
+
+
 class EchoService(threading.Thread):
     """Answers requests on `queue` at `node`: body echoed, correlation-id =
     the request's message-id, sent to its reply-to on an anonymous sender."""

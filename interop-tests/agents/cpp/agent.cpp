@@ -3,6 +3,7 @@
 // the Python agent (../python/agent.py) command for command.
 #include "typed_json.hpp"
 
+#include <proton/codec/encoder.hpp>
 #include <proton/connection.hpp>
 #include <proton/connection_options.hpp>
 #include <proton/container.hpp>
@@ -47,12 +48,13 @@ struct options {
     double timeout = 20;
     int count = 1, credit = 100;
     bool outcomes = false;
+    std::optional<std::string> selector;
 };
 
 const char* const usage =
     "usage: wharf-interop-agent-cpp send|receive|attach|request|mgmt-query --url HOST:PORT\n"
     "       [--sasl none|anonymous] [--timeout S] [--queue Q] [--file F] [--count N] [--credit C]\n"
-    "       [--refill each|window] [--outcomes] [--role sender|receiver] [--entity-type T]";
+    "       [--refill each|window] [--outcomes] [--selector S] [--role sender|receiver] [--entity-type T]";
 
 int int_arg(const std::string& flag, const std::string& s) {
     try {
@@ -107,6 +109,7 @@ options parse(int argc, char** argv) {
         else if (a == "--refill") o.refill = one_of({"each", "window"});
         else if (a == "--role") o.role = one_of({"sender", "receiver"});
         else if (a == "--entity-type") o.entity_type = v;
+        else if (a == "--selector") o.selector = v;
         else throw usage_error("unknown option " + a);
     }
     if (o.command.empty()) throw usage_error("no command");
@@ -118,6 +121,18 @@ options parse(int argc, char** argv) {
     if (o.command == "mgmt-query" && o.entity_type.empty()) throw usage_error("mgmt-query needs --entity-type");
     if (o.credit < 1 || o.count < 0) throw usage_error("--credit must be positive and --count not negative");
     return o;
+}
+
+// Proton C++ has no selector helper: a filter-set of one entry, named as
+// Proton's receive_selector example names it, described by the filter's symbol.
+proton::source::filter_map selector_filter(const std::string& selector) {
+    proton::value described;
+    proton::codec::encoder enc(described);
+    enc << proton::codec::start::described() << proton::symbol("apache.org:selector-filter:string") << selector
+        << proton::codec::finish();
+    proton::source::filter_map filters;
+    filters.put(proton::symbol("selector"), described);
+    return filters;
 }
 
 std::vector<proton::message> load_messages(const std::string& file) {
@@ -171,7 +186,9 @@ class agent : public proton::messaging_handler {
         if (a_.command == "send") {
             c.open_sender(a_.queue);
         } else if (a_.command == "receive") {
-            receiver_ = c.open_receiver(a_.queue, proton::receiver_options().credit_window(0).auto_accept(false));
+            auto ro = proton::receiver_options().credit_window(0).auto_accept(false);
+            if (a_.selector) ro.source(proton::source_options().filters(selector_filter(*a_.selector)));
+            receiver_ = c.open_receiver(a_.queue, ro);
             receiver_.add_credit(uint32_t(a_.credit));
         } else if (a_.command == "attach") {
             if (a_.role == "sender")

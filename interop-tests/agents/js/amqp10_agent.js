@@ -335,7 +335,12 @@ function receive(o, progress) {
     const choose = C.makeOutcomeChooser(o.outcomes);
     const work = connect(o).then(() => {
         progress.phase = 'attaching the receiver';
-        return client.createReceiver(o.queue);
+        if (o.selector === undefined) return client.createReceiver(o.queue);
+        // --selector: amqp10 has no helper; a filter-set entry described by
+        // the selector filter's symbol, built with its translator.
+        const filter = {'jms-selector': amqp.translator(
+            ['described', ['symbol', 'apache.org:selector-filter:string'], ['string', o.selector]])};
+        return client.createReceiver(o.queue, {attach: {source: {filter}}});
     }).then((link) => new Promise((resolve, reject) => {
         const messages = [];
         let counted = 0;

@@ -17,7 +17,7 @@ class Unsupported extends Error {}
 
 const USAGE = 'usage: AGENT send|receive|attach|request|mgmt-query --url HOST:PORT ' +
     '[--sasl none|anonymous] [--timeout S] [--queue Q] [--file F] [--count N] [--credit C] ' +
-    '[--refill each|window] [--outcomes] [--role sender|receiver] [--entity-type T]';
+    '[--refill each|window] [--outcomes] [--selector S] [--role sender|receiver] [--entity-type T]';
 
 const COMMANDS = {
     'send': ['queue', 'file'],
@@ -28,7 +28,7 @@ const COMMANDS = {
 };
 const VALUED = {'--url': 'url', '--sasl': 'sasl', '--timeout': 'timeout', '--queue': 'queue',
     '--file': 'file', '--count': 'count', '--credit': 'credit', '--refill': 'refill',
-    '--role': 'role', '--entity-type': 'entityType'};
+    '--role': 'role', '--entity-type': 'entityType', '--selector': 'selector'};
 
 function parseArgs(argv) {
     const o = {sasl: 'none', timeout: 20, credit: 100, refill: 'window', outcomes: false, role: 'receiver'};

@@ -334,7 +334,10 @@ function oneAtATime() {
 function receive(o, progress) {
     const conn = connect(o);
     progress.phase = 'attaching the receiver';
-    const receiver = conn.open_receiver({source: {address: o.queue}, credit_window: 0, autoaccept: false});
+    // --selector: rhea's own helper (a 'jms-selector' filter, described by code 0x468C00000004).
+    const source = {address: o.queue};
+    if (o.selector !== undefined) source.filter = rhea.filter.selector(o.selector);
+    const receiver = conn.open_receiver({source, credit_window: 0, autoaccept: false});
     const choose = C.makeOutcomeChooser(o.outcomes);
     const later = oneAtATime();
     const work = new Promise((resolve, reject) => {

@@ -10,7 +10,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from proton import Delivery, Message  # noqa: E402
 from proton.handlers import MessagingHandler  # noqa: E402
-from proton.reactor import Container  # noqa: E402
+from proton.reactor import Container, Selector  # noqa: E402
 
 import typed  # noqa: E402
 
@@ -130,7 +130,10 @@ class Agent(MessagingHandler):
     def start_receive(self, event):
         a = self.args
         self.messages, self.seen, self.final = [], set(), 0
-        self.receiver = event.container.create_receiver(self.conn, a.queue)
+        # --selector: Python Proton's own Selector option (a filter named
+        # "selector", described by the filter's symbol).
+        options = Selector(a.selector) if a.selector is not None else None
+        self.receiver = event.container.create_receiver(self.conn, a.queue, options=options)
         self.receiver.flow(a.credit)
 
     def on_message(self, event):
@@ -238,6 +241,7 @@ def main():
     ap.add_argument("--credit", type=int, default=100)
     ap.add_argument("--refill", choices=["each", "window"], default="window")
     ap.add_argument("--outcomes", action="store_true")
+    ap.add_argument("--selector")
     ap.add_argument("--role", choices=["sender", "receiver"], default="receiver")
     ap.add_argument("--entity-type", dest="entity_type")
     args = ap.parse_args()
