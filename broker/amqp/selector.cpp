@@ -55,8 +55,8 @@ sel_value decode(std::string_view raw) {
         std::memcpy(&d, &bits, sizeof d);
         return d;
     }
-    case 0xa1: case 0xa3: return std::string(raw.substr(2));
-    case 0xb1: case 0xb3: return std::string(raw.substr(5));
+    case 0xa1: case 0xa3: return raw.substr(2);
+    case 0xb1: case 0xb3: return raw.substr(5);
     default: return {}; // null, or a type selectors do not compare
     }
 }
@@ -77,7 +77,7 @@ class fields {
         case message_field::delivery_mode: {
             const std::string_view d = header_field(0);
             const bool durable = d == "\x41" || (d.size() == 2 && d[0] == '\x56' && d[1] != 0);
-            return std::string(durable ? "PERSISTENT" : "NON_PERSISTENT");
+            return std::string_view(durable ? "PERSISTENT" : "NON_PERSISTENT");
         }
         case message_field::timestamp: return property_field(9);
         case message_field::message_id: return string_only(property_field(0));
@@ -92,7 +92,7 @@ class fields {
     }
 
   private:
-    static sel_value string_only(sel_value v) { return std::holds_alternative<std::string>(v) ? v : sel_value{}; }
+    static sel_value string_only(sel_value v) { return std::holds_alternative<std::string_view>(v) ? v : sel_value{}; }
 
     // A section's value: past its 0x00 and descriptor. False when absent.
     bool open_section(size_t at, size_t end, value_cursor& c, size_t& value_end, uint32_t& count) const {
@@ -134,8 +134,8 @@ class fields {
     static sel_value binary_as_string(std::string_view raw) {
         if (raw.empty()) return {};
         switch (static_cast<uint8_t>(raw[0])) {
-        case 0xa0: return std::string(raw.substr(2));
-        case 0xb0: return std::string(raw.substr(5));
+        case 0xa0: return raw.substr(2);
+        case 0xb0: return raw.substr(5);
         default: return {};
         }
     }
@@ -276,7 +276,7 @@ sel_value eval(const node& n, const fields& f) {
     case op::in: {
         const sel_value v = kid(0);
         if (is_null(v)) return {};
-        const auto* s = std::get_if<std::string>(&v);
+        const auto* s = std::get_if<std::string_view>(&v);
         bool found = false;
         for (const auto& m : n.set) found = found || (s != nullptr && *s == m);
         return s == nullptr ? sel_value{false} : sel_value{found != n.negated};
@@ -284,7 +284,7 @@ sel_value eval(const node& n, const fields& f) {
     case op::like: {
         const sel_value v = kid(0);
         if (is_null(v)) return {};
-        const auto* s = std::get_if<std::string>(&v);
+        const auto* s = std::get_if<std::string_view>(&v);
         if (s == nullptr) return false;
         return like_matches(code_points(*s), n.like) != n.negated;
     }

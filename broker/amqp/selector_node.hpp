@@ -13,8 +13,11 @@
 namespace wharf::amqp {
 
 // A value in a selector: NULL (also "unknown" for a condition), a boolean,
-// an exact or an approximate number, a string.
-using sel_value = std::variant<std::monostate, bool, int64_t, double, std::string>;
+// an exact or an approximate number, a string. A string is a view: of the
+// message's bytes, of a literal the tree holds (node::text), or of a
+// constant; none outlives one evaluation, so reading a message copies no
+// string.
+using sel_value = std::variant<std::monostate, bool, int64_t, double, std::string_view>;
 
 // A LIKE pattern, compiled: the parts between its unescaped %s (so one
 // more than it has %s), each a run of code points, like_any standing for _.
@@ -63,7 +66,8 @@ struct selector::node {
     };
     op o = op::literal;
     bool negated = false;        // NOT BETWEEN, NOT IN, NOT LIKE, IS NOT NULL
-    sel_value value;             // literal
+    sel_value value;             // literal (a string literal: a view of `text`)
+    std::string text;            // a string literal's characters
     std::string name;            // identifier
     message_field field = message_field::property; // identifier
     std::vector<std::unique_ptr<node>> kids;

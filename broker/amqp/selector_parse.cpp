@@ -350,7 +350,11 @@ class parser {
         node_ptr n;
         switch (tok_.k) {
         case token::end: return bad("the selector ends too soon");
-        case token::string: n = make(node::op::literal); n->value = tok_.text; break;
+        case token::string:
+            n = make(node::op::literal);
+            n->text = tok_.text;
+            n->value = std::string_view(n->text); // the node stays where make() put it
+            break;
         case token::integer: n = make(node::op::literal); n->value = tok_.i; break;
         case token::real: n = make(node::op::literal); n->value = tok_.d; break;
         case token::ident:
