@@ -206,6 +206,7 @@ void amqp_connection::on_transport_closed() {
     }
     end_batch();
     outbox_->close();
+    deferred_events_.clear();
     relay_inbox_->close(); // what twins still said is moot: the links are gone
     finished_ = true;
     relay_out_.flush();
@@ -241,24 +242,71 @@ void amqp_connection::end_batch() {
     relay_inbox_->take(relay_msgs_);
     for (auto& m : relay_msgs_) handle(m);
     relay_msgs_.clear();
-    // Apply what the engine answered (at once, when it ran on this thread).
-    for (;;) {
-        outbox_->take(events_, resolutions_);
+    // Apply what the engine answered (at once, when it ran on this thread):
+    // first what an earlier batch left for this one.
+    outcome_budget_ = outcomes_per_turn;
+    for (bool earlier = !deferred_events_.empty();; earlier = false) {
+        if (earlier) events_.swap(deferred_events_);
+        else outbox_->take(events_, resolutions_);
         if (events_.empty() && resolutions_.empty()) break;
         for (auto& r : resolutions_) handle(r);
         resolutions_.clear();
-        for (auto& ev : events_) std::visit([this](auto& x) { handle(x); }, ev);
-        events_.clear();
+        handle_events();
         for (engine::link_id id : dirty_links_)
             if (link_ctx* lc = find(id)) flush_link(*lc);
         dirty_links_.clear();
-        if (commands_.empty()) break;
+        if (!deferred_events_.empty()) {
+            if (!commands_.empty()) engine_.post_reusing(commands_);
+            wake_connection(conn_); // the rest in the next batch, after this one's writes
+            break;
+        }
+        if (commands_.empty()) {
+            if (earlier) continue; // then what came since
+            break;
+        }
         engine_.post_reusing(commands_);
     }
     if (pool_.waiting() != 0 || pool_line_.load(std::memory_order_relaxed)) serve_credit_line();
     send_credit_records();
     outbox_->release_wakes();
     relay_out_.flush();
+}
+
+// events_ in order, while the batch's outcome budget lasts: an answer for
+// more outcomes than are left is settled in part, and the rest of it and
+// every later event go to deferred_events_.
+void amqp_connection::handle_events() {
+    size_t i = 0;
+    for (; i < events_.size(); ++i) {
+        auto* published = std::get_if<engine::ev_published>(&events_[i]);
+        if (published == nullptr) {
+            std::visit([this](auto& x) { handle(x); }, events_[i]);
+            continue;
+        }
+        if (published->count <= outcome_budget_) {
+            outcome_budget_ -= published->count;
+            handle(*published);
+            continue;
+        }
+        engine::ev_published head{published->link, outcome_budget_, {}};
+        std::vector<engine::publish_failure> rest;
+        for (auto& f : published->failures) {
+            if (f.index < head.count) {
+                head.failures.push_back(std::move(f));
+            } else {
+                f.index -= head.count;
+                rest.push_back(std::move(f));
+            }
+        }
+        handle(head);
+        published->count -= head.count;
+        published->failures = std::move(rest);
+        outcome_budget_ = 0;
+        break;
+    }
+    deferred_events_.insert(deferred_events_.end(), std::make_move_iterator(events_.begin() + i),
+                            std::make_move_iterator(events_.end()));
+    events_.clear();
 }
 
 // Moves a link's buffered publishes and settlements into the command batch.
