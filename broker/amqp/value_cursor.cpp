@@ -101,7 +101,9 @@ bool value_cursor::truncated(size_t n, size_t limit, const char* what) {
                     std::to_string(n) + " byte(s), " + std::to_string(limit - pos_) + " left");
 }
 
-bool value_cursor::skip_value(size_t limit, int depth) {
+// Reads a value's format code (0x00 for a described one), where it is, and
+// checks the depth: the start of skip_value and jump_value.
+bool value_cursor::read_constructor(size_t limit, int depth, size_t& at, uint8_t& code) {
     if (depth > max_value_depth) {
         return fail(codec_errc::bad_constructor, pos_,
                     "values nested more than " + std::to_string(max_value_depth) + " deep");
@@ -109,27 +111,24 @@ bool value_cursor::skip_value(size_t limit, int depth) {
     if (!need(1, limit, "a constructor")) {
         return false;
     }
-    const size_t at = pos_;
-    const uint8_t code = u8();
-    if (code == 0x00) {
-        return skip_value(limit, depth + 1) && skip_value(limit, depth + 1);
-    }
+    at = pos_;
+    code = u8();
+    return true;
+}
+
+bool value_cursor::skip_value(size_t limit, int depth) {
+    size_t at = 0;
+    uint8_t code = 0;
+    if (!read_constructor(limit, depth, at, code)) return false;
+    if (code == 0x00) return skip_value(limit, depth + 1) && skip_value(limit, depth + 1);
     return skip_body(code, at, limit, depth);
 }
 
 bool value_cursor::jump_value(size_t limit, int depth) {
-    if (depth > max_value_depth) {
-        return fail(codec_errc::bad_constructor, pos_,
-                    "values nested more than " + std::to_string(max_value_depth) + " deep");
-    }
-    if (!need(1, limit, "a constructor")) {
-        return false;
-    }
-    const size_t at = pos_;
-    const uint8_t code = u8();
-    if (code == 0x00) {
-        return jump_value(limit, depth + 1) && jump_value(limit, depth + 1);
-    }
+    size_t at = 0;
+    uint8_t code = 0;
+    if (!read_constructor(limit, depth, at, code)) return false;
+    if (code == 0x00) return jump_value(limit, depth + 1) && jump_value(limit, depth + 1);
     size_t n = 0;
     if (const int w = fixed_width(code); w >= 0) {
         n = static_cast<size_t>(w);

@@ -100,6 +100,7 @@ class value_cursor {
     bool close_compound(uint8_t code, size_t at, size_t end);
 
   private:
+    bool read_constructor(size_t limit, int depth, size_t& at, uint8_t& code);
     bool truncated(size_t n, size_t limit, const char* what);
     bool skip_array(uint8_t code, size_t at, size_t limit, int depth);
 
