@@ -31,6 +31,7 @@ struct token {
     enum kind { end, ident, keyword, string, integer, real, symbol } k = end;
     std::string text; // keyword: upper case; symbol: the operator
     int64_t i = 0;
+    bool int64_min = false; // integer: 9223372036854775808, which only a unary minus makes a long
     double d = 0;
     size_t at = 0;
 };
@@ -139,7 +140,47 @@ class parser {
         return false;
     }
 
+    // Java's integer literal forms: hex (0x1F) and octal (017, which is 15)
+    // as well as decimal, each with an optional L; like ActiveMQ's parser
+    // (Long.parseLong), a hex or octal literal must fit a positive long.
+    bool radix_number() {
+        const bool hex = s_[pos_ + 1] == 'x' || s_[pos_ + 1] == 'X';
+        const size_t from = pos_ + (hex ? 2 : 1);
+        size_t e = from;
+        auto digit = [hex](char c) {
+            return hex ? std::isxdigit(static_cast<unsigned char>(c)) != 0 : std::isdigit(static_cast<unsigned char>(c)) != 0;
+        };
+        while (e < s_.size() && digit(s_[e])) ++e;
+        const std::string text(s_.substr(pos_, e - pos_));
+        uint64_t v = 0;
+        const auto [p, ec] = std::from_chars(s_.data() + from, s_.data() + e, v, hex ? 16 : 8);
+        if (e == from || p != s_.data() + e) {
+            err_ = error_at(pos_, text + " is not a" + (hex ? " hexadecimal" : "n octal") + " number");
+            return false;
+        }
+        if (ec != std::errc() || v > static_cast<uint64_t>(INT64_MAX)) {
+            err_ = error_at(pos_, "the number " + text + " is too large");
+            return false;
+        }
+        tok_.k = token::integer;
+        tok_.i = static_cast<int64_t>(v);
+        tok_.text = text;
+        pos_ = e;
+        if (pos_ < s_.size() && (s_[pos_] == 'l' || s_[pos_] == 'L')) ++pos_;
+        return end_of_number();
+    }
+
+    bool end_of_number() {
+        if (pos_ < s_.size() && ident_part(s_[pos_])) {
+            err_ = error_at(pos_, "a number runs into '" + std::string(1, s_[pos_]) + "'");
+            return false;
+        }
+        return true;
+    }
+
     bool number() {
+        if (s_[pos_] == '0' && pos_ + 1 < s_.size() && (s_[pos_ + 1] == 'x' || s_[pos_ + 1] == 'X'))
+            return radix_number();
         size_t e = pos_;
         bool real = false;
         while (e < s_.size() && std::isdigit(static_cast<unsigned char>(s_[e]))) ++e;
@@ -162,10 +203,15 @@ class parser {
             tok_.k = token::real;
             tok_.d = std::strtod(text.c_str(), nullptr);
             if (e < s_.size() && std::string_view("fFdD").find(s_[e]) != std::string_view::npos) ++e;
+        } else if (text.size() > 1 && text[0] == '0') {
+            return radix_number();
         } else {
             tok_.k = token::integer;
             const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), tok_.i);
-            if (ec != std::errc()) {
+            tok_.int64_min = ec == std::errc::result_out_of_range && text == "9223372036854775808";
+            if (tok_.int64_min) {
+                tok_.i = INT64_MIN;
+            } else if (ec != std::errc()) {
                 err_ = error_at(pos_, "the number " + text + " is too large");
                 return false;
             }
@@ -173,11 +219,7 @@ class parser {
         }
         tok_.text = text;
         pos_ = e;
-        if (pos_ < s_.size() && ident_part(s_[pos_])) {
-            err_ = error_at(pos_, "a number runs into '" + std::string(1, s_[pos_]) + "'");
-            return false;
-        }
-        return true;
+        return end_of_number();
     }
 
     bool is_kw(std::string_view k) const { return tok_.k == token::keyword && tok_.text == k; }
@@ -340,6 +382,12 @@ class parser {
         if (is_sym("+") || is_sym("-")) {
             const bool minus = is_sym("-");
             if (!next()) return nullptr;
+            if (minus && tok_.k == token::integer && tok_.int64_min) { // -9223372036854775808: Long.MIN_VALUE
+                node_ptr n = make(node::op::literal);
+                if (!n) return nullptr;
+                n->value = INT64_MIN;
+                return next() ? std::move(n) : nullptr;
+            }
             node_ptr inner = parse_unary();
             if (!inner) return nullptr;
             return minus ? make(node::op::neg, std::move(inner)) : std::move(inner);
@@ -355,7 +403,11 @@ class parser {
             n->text = tok_.text;
             n->value = std::string_view(n->text); // the node stays where make() put it
             break;
-        case token::integer: n = make(node::op::literal); n->value = tok_.i; break;
+        case token::integer:
+            if (tok_.int64_min) return bad("the number " + tok_.text + " is too large (only -" + tok_.text + " is a long)");
+            n = make(node::op::literal);
+            n->value = tok_.i;
+            break;
         case token::real: n = make(node::op::literal); n->value = tok_.d; break;
         case token::ident:
             n = make(node::op::identifier);

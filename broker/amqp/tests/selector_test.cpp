@@ -151,6 +151,24 @@ TEST(selector, keywords_are_case_insensitive_and_precedence_is_sqls) {
     EXPECT_TRUE(selects("  ")) << "a blank selector selects everything";
 }
 
+// Java's integer literals, as ActiveMQ's selector parser reads them: 017
+// is octal, 0x1F hex (a positive long), L ends any of them; and the one
+// literal that only fits negated, Long.MIN_VALUE.
+TEST(selector, integer_literals_are_javas) {
+    EXPECT_TRUE(selects("count = 07 AND count = 0x7 AND count = 0X07L AND count = 7L"));
+    EXPECT_TRUE(selects("count + 8 = 017"));
+    EXPECT_TRUE(selects("0x7FFFFFFFFFFFFFFF = 9223372036854775807 AND 0x7fffffffffffffffL > 0"));
+    EXPECT_TRUE(selects("-9223372036854775808 < -9223372036854775807 AND -9223372036854775808 + 1 < 0"));
+    EXPECT_TRUE(selects("big > -9223372036854775808"));
+    EXPECT_TRUE(selects("weight = 2.5 AND 0.5 * 5 = weight AND 00.5 = .5"));
+    for (const char* bad : {"count = 08", "count = 0x", "count = 0xG1", "count = 9223372036854775808",
+                            "count = 0777777777777777777777777", "count = 0x8000000000000000",
+                            "count = 0xFFFFFFFFFFFFFFFF"}) {
+        auto s = selector::parse(bad);
+        EXPECT_FALSE(s.has_value()) << bad;
+    }
+}
+
 TEST(selector, what_does_not_parse_is_refused_with_where) {
     for (const char* bad : {"colour =", "colour = 'red", "colour == 'red'", "(colour = 'red'", "colour IN (1, 2)",
                             "colour LIKE 5", "5 LIKE 'a'", "colour IS 'x'", "colour = 'a' AND", "a # b",
