@@ -203,6 +203,10 @@ struct ev_published {
     link_id link;
     uint32_t count;
     std::vector<publish_failure> failures;
+    // Answered when the store's sync came (it covers a persistent message):
+    // a sync answers everything read while the one before it ran, often
+    // hundreds of messages at once.
+    bool after_sync = false;
 };
 
 // Block policy: stop (blocked) or resume granting producer credit.

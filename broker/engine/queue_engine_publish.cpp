@@ -75,6 +75,7 @@ void queue_engine::handle(cmd_synced& c) {
         }
         auto it = producers_.find(w.ev.link);
         if (it != producers_.end() && it->second.unsynced > 0) --it->second.unsynced;
+        w.ev.after_sync = true;
         stage(w.out, std::move(w.ev));
     }
 }

@@ -243,8 +243,10 @@ void amqp_connection::end_batch() {
     for (auto& m : relay_msgs_) handle(m);
     relay_msgs_.clear();
     // Apply what the engine answered (at once, when it ran on this thread):
-    // first what an earlier batch left for this one.
-    outcome_budget_ = outcomes_per_turn;
+    // first what an earlier pass left for this one.
+    const bool closing = (pn_connection_state(conn_) & PN_LOCAL_CLOSED) != 0;
+    outcome_budget_ = closing || deferred_outcomes_ > max_deferred_outcomes ? UINT32_MAX : outcomes_per_turn;
+    deferred_outcomes_ = 0;
     for (bool earlier = !deferred_events_.empty();; earlier = false) {
         if (earlier) events_.swap(deferred_events_);
         else outbox_->take(events_, resolutions_);
@@ -272,14 +274,14 @@ void amqp_connection::end_batch() {
     relay_out_.flush();
 }
 
-// events_ in order, while the batch's outcome budget lasts: an answer for
-// more outcomes than are left is settled in part, and the rest of it and
+// events_ in order, while the pass's outcome budget lasts: a sync's answer
+// for more outcomes than are left is settled in part, and the rest of it and
 // every later event go to deferred_events_.
 void amqp_connection::handle_events() {
     size_t i = 0;
     for (; i < events_.size(); ++i) {
         auto* published = std::get_if<engine::ev_published>(&events_[i]);
-        if (published == nullptr) {
+        if (published == nullptr || !published->after_sync) {
             std::visit([this](auto& x) { handle(x); }, events_[i]);
             continue;
         }
@@ -304,8 +306,10 @@ void amqp_connection::handle_events() {
         outcome_budget_ = 0;
         break;
     }
-    deferred_events_.insert(deferred_events_.end(), std::make_move_iterator(events_.begin() + i),
-                            std::make_move_iterator(events_.end()));
+    for (size_t j = i; j < events_.size(); ++j) {
+        if (const auto* p = std::get_if<engine::ev_published>(&events_[j])) deferred_outcomes_ += p->count;
+        deferred_events_.push_back(std::move(events_[j]));
+    }
     events_.clear();
 }
 

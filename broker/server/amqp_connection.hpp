@@ -360,15 +360,20 @@ class amqp_connection final : public connection_base {
     // control deliveries (a peer's relay-acks link) taken this batch, not yet settled
     std::vector<std::pair<engine::link_id, pn_delivery_t*>> controls_taken_;
     std::vector<engine::event> events_;
-    // Outcomes leave in slices of at most outcomes_per_turn a batch: an
-    // answer for more is settled in part, and it and every event after it
-    // wait here for the next batch (this connection woke itself for it).
-    // Proton writes what a batch settled when the batch ends, so a producer
-    // whose window a sync answered at once gets the first slice sooner and
-    // sends again while the rest are settled (docs/benchmarks.md, "Outcomes
-    // in slices").
+    // A sync's answer leaves in slices: each end_batch() settles at most
+    // outcomes_per_turn outcomes of answers that waited for a sync, and the
+    // rest of such an answer, with every event after it, waits here for the
+    // next pass (this connection woke itself for it). Proton writes what a
+    // batch settled when the batch ends, so a producer whose window one sync
+    // answered gets the first slice sooner and sends again while the rest
+    // are settled (docs/benchmarks.md, "Outcomes in slices"). Answers given
+    // as the messages were read (nothing to sync) are not sliced: they come
+    // a read at a time already. Nothing waits while the connection closes,
+    // nor once more than max_deferred_outcomes wait: then all go at once.
     static constexpr uint32_t outcomes_per_turn = 128;
+    static constexpr uint32_t max_deferred_outcomes = 1024;
     std::vector<engine::event> deferred_events_;
+    uint32_t deferred_outcomes_ = 0; // outcomes in deferred_events_
     uint32_t outcome_budget_ = 0;
     std::vector<connection_outbox::resolved> resolutions_;
     std::shared_ptr<relay::mailbox> relay_inbox_;   // answers from peer connections

@@ -112,29 +112,32 @@ TEST_F(limits, full_queue_with_reject_policy_rejects_with_resource_limit_exceede
     EXPECT_EQ(out.kind, outcome_kind::accepted) << out.condition;
 }
 
-// A node settles at most 128 outcomes a batch and the rest in the next
-// (amqp_connection::outcomes_per_turn). A raw peer writes a burst of 300
-// transfers at once, so the node reads them in one batch, at a queue with
-// room for 250: the answers, across the slices, keep each outcome with its
-// message (exactly 250 accepted), and the queue holds the first 250.
-TEST_F(limits, a_burst_answered_in_slices_keeps_each_outcome_with_its_message) {
-    start_broker({.config_toml = "[[queue]]\nname = \"burst\"\nmax-depth-messages = 250\n"
+// A sync's answer leaves in slices of 128 (amqp_connection::
+// outcomes_per_turn). A raw peer writes a burst of 600 durable messages at
+// once at a queue with room for 450, so the one or two answers the node
+// gives are cut inside the run of refusals: across the cuts each outcome
+// stays with its message (exactly 450 accepted), and the queue holds the
+// first 450.
+TEST_F(limits, a_sync_answered_in_slices_keeps_each_outcome_with_its_message) {
+    start_broker({.config_toml = "[[queue]]\nname = \"burst\"\nmax-depth-messages = 450\n"
                                  "overflow-policy = \"reject\"\n"});
     raw_peer peer(broker().url());
     pn_link_t* s = peer.open_sender("burst");
-    ASSERT_TRUE(peer.run_until([&] { return pn_link_credit(s) >= 300; })) << "credit " << pn_link_credit(s);
-    for (int i = 0; i < 300; ++i) {
+    ASSERT_TRUE(peer.run_until([&] { return pn_link_credit(s) >= 600; })) << "credit " << pn_link_credit(s);
+    for (int i = 0; i < 600; ++i) {
+        proton::message m = text_message("m" + std::to_string(i));
+        m.durable(true);
         std::vector<char> bytes;
-        text_message("m" + std::to_string(i)).encode(bytes);
+        m.encode(bytes);
         peer.send(s, std::string(bytes.begin(), bytes.end()));
     }
-    ASSERT_TRUE(peer.run_until([&] { return peer.settled(s) == 300; })) << peer.settled(s) << " answered";
-    EXPECT_EQ(peer.accepted(s), 250u);
+    ASSERT_TRUE(peer.run_until([&] { return peer.settled(s) == 600; })) << peer.settled(s) << " answered";
+    EXPECT_EQ(peer.accepted(s), 450u);
     auto c = connect();
-    test_receiver r = c->open_receiver("burst", receiver_credit(300));
-    auto got = r.wait_messages(250);
-    ASSERT_EQ(got.size(), 250u);
-    EXPECT_EQ(bodies(got), expected_texts(0, 250, "m"));
+    test_receiver r = c->open_receiver("burst", receiver_credit(600));
+    auto got = r.wait_messages(450);
+    ASSERT_EQ(got.size(), 450u);
+    EXPECT_EQ(bodies(got), expected_texts(0, 450, "m"));
 }
 
 // A pre-settled message gets no outcome, so one the node cannot take (too
