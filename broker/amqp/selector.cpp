@@ -23,6 +23,12 @@ uint64_t be(std::string_view b, size_t from, size_t n) {
     return v;
 }
 
+// A variable-width value's bytes (binary, string, symbol), past its format
+// code and its size: one byte of size for 0xa_, four for 0xb_.
+std::string_view variable_body(std::string_view raw) {
+    return raw.substr((static_cast<uint8_t>(raw[0]) & 0x10) != 0 ? 5 : 2);
+}
+
 // One whole encoded value (constructor included) as a selector sees it.
 sel_value decode(std::string_view raw) {
     const auto code = static_cast<uint8_t>(raw[0]);
@@ -55,8 +61,7 @@ sel_value decode(std::string_view raw) {
         std::memcpy(&d, &bits, sizeof d);
         return d;
     }
-    case 0xa1: case 0xa3: return raw.substr(2);
-    case 0xb1: case 0xb3: return raw.substr(5);
+    case 0xa1: case 0xa3: case 0xb1: case 0xb3: return variable_body(raw);
     default: return {}; // null, or a type selectors do not compare
     }
 }
@@ -133,18 +138,14 @@ class fields {
     // UTF-8 there); NULL for anything else.
     static sel_value binary_as_string(std::string_view raw) {
         if (raw.empty()) return {};
-        switch (static_cast<uint8_t>(raw[0])) {
-        case 0xa0: return raw.substr(2);
-        case 0xb0: return raw.substr(5);
-        default: return {};
-        }
+        const auto code = static_cast<uint8_t>(raw[0]);
+        return code == 0xa0 || code == 0xb0 ? sel_value{variable_body(raw)} : sel_value{};
     }
 
     // A string or symbol key's characters; nullopt for any other key.
     static std::optional<std::string_view> key_text(std::string_view raw) {
         switch (static_cast<uint8_t>(raw[0])) {
-        case 0xa1: case 0xa3: return raw.substr(2);
-        case 0xb1: case 0xb3: return raw.substr(5);
+        case 0xa1: case 0xa3: case 0xb1: case 0xb3: return variable_body(raw);
         default: return std::nullopt;
         }
     }
