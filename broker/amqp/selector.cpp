@@ -69,8 +69,8 @@ sel_value decode(std::string_view raw) {
 // The message's fields, looked up by name as the selector asks for them.
 class fields {
   public:
-    fields(std::string_view bytes, const section_spans& spans, uint32_t delivery_count)
-        : bytes_(bytes), spans_(spans), delivery_count_(delivery_count) {}
+    fields(std::string_view bytes, const section_spans& spans, message_state state)
+        : bytes_(bytes), spans_(spans), state_(state) {}
 
     sel_value get(const node& n) const {
         switch (n.field) {
@@ -91,7 +91,8 @@ class fields {
         case message_field::user_id: return binary_as_string(properties_raw(1));
         case message_field::group_id: return string_only(property_field(10));
         case message_field::group_seq: return property_field(11);
-        case message_field::delivery_count: return static_cast<int64_t>(delivery_count_) + 1;
+        case message_field::delivery_count: return static_cast<int64_t>(state_.delivery_count) + 1;
+        case message_field::expiration: return state_.expiry_ms;
         }
         return {};
     }
@@ -169,7 +170,7 @@ class fields {
 
     std::string_view bytes_;
     const section_spans& spans_;
-    uint32_t delivery_count_;
+    message_state state_;
 };
 
 bool is_null(const sel_value& v) { return std::holds_alternative<std::monostate>(v); }
@@ -390,10 +391,10 @@ result<std::shared_ptr<const selector>, std::string> selector::parse(std::string
     return std::shared_ptr<const selector>(new selector(std::move(root.value())));
 }
 
-bool selector::matches(std::string_view bytes, uint32_t delivery_count) const {
+bool selector::matches(std::string_view bytes, message_state state) const {
     const auto spans = locate_sections(bytes);
     if (!spans) return false;
-    const fields f(bytes, *spans, delivery_count);
+    const fields f(bytes, *spans, state);
     const sel_value v = eval(*root_, f);
     const bool* b = as_bool(v);
     return b != nullptr && *b;

@@ -20,6 +20,7 @@
 
 #include "broker/common/result.hpp"
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -30,6 +31,12 @@ namespace wharf::amqp {
 // filter-set's key is a name the client picks).
 inline constexpr std::string_view selector_filter_key = "apache.org:selector-filter:string";
 inline constexpr uint64_t selector_filter_code = 0x0000468C00000004ULL;
+
+// What a queue knows of a message beyond its bytes, for selector::matches.
+struct message_state {
+    uint32_t delivery_count = 0; // failed deliveries so far (JMSXDeliveryCount is one more)
+    int64_t expiry_ms = 0;       // when it expires, ms since the epoch; 0: never (JMSExpiration)
+};
 
 class selector {
   public:
@@ -42,9 +49,8 @@ class selector {
     // scan_message accepted (every message a queue holds): only the
     // sections before the body are read, each stepped over by its size
     // (locate_sections). A message that ends inside one is not selected.
-    // `delivery_count` is the message's failed deliveries so far, as the
-    // queue counts them (JMSXDeliveryCount is one more).
-    bool matches(std::string_view bytes, uint32_t delivery_count = 0) const;
+    // `state` is what the queue knows of it beyond its bytes.
+    bool matches(std::string_view bytes, message_state state = {}) const;
 
     struct node;
 

@@ -37,7 +37,7 @@ bool like_matches(const std::vector<uint32_t>& value, const like_pattern& p);
 enum class message_field : uint8_t {
     property,
     priority, delivery_mode, timestamp, message_id, correlation_id, type,
-    user_id, group_id, group_seq, delivery_count,
+    user_id, group_id, group_seq, delivery_count, expiration,
 };
 struct jms_name {
     std::string_view name;
@@ -54,6 +54,7 @@ inline constexpr jms_name jms_names[] = {
     {"JMSXGroupID", message_field::group_id},             // properties.group-id
     {"JMSXGroupSeq", message_field::group_seq},           // properties.group-sequence
     {"JMSXDeliveryCount", message_field::delivery_count}, // deliveries so far, this one included
+    {"JMSExpiration", message_field::expiration},         // when the queue expires it (ms), 0: never
 };
 
 struct selector::node {

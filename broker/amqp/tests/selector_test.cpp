@@ -139,8 +139,17 @@ TEST(selector, jms_type_and_jmsx_names_read_the_properties_and_the_queues_count)
     EXPECT_TRUE(selects("JMSXGroupID = 'g-7' AND JMSXGroupSeq BETWEEN 3 AND 3", msg));
     auto s = selector::parse("JMSXDeliveryCount > 1");
     ASSERT_TRUE(s.has_value()) << s.error();
-    EXPECT_FALSE(s.value()->matches(msg, 0)) << "a first delivery counts 1";
-    EXPECT_TRUE(s.value()->matches(msg, 1));
+    EXPECT_FALSE(s.value()->matches(msg, {.delivery_count = 0})) << "a first delivery counts 1";
+    EXPECT_TRUE(s.value()->matches(msg, {.delivery_count = 1}));
+    // JMSExpiration is the queue's expiry time, not read from the bytes.
+    auto never = selector::parse("JMSExpiration = 0");
+    ASSERT_TRUE(never.has_value()) << never.error();
+    EXPECT_TRUE(never.value()->matches(msg, {}));
+    EXPECT_FALSE(never.value()->matches(msg, {.expiry_ms = 1'700'000'000'000}));
+    auto later = selector::parse("JMSExpiration > 1700000000000");
+    ASSERT_TRUE(later.has_value()) << later.error();
+    EXPECT_TRUE(later.value()->matches(msg, {.expiry_ms = 1'700'000'000'001}));
+    EXPECT_FALSE(later.value()->matches(msg, {.expiry_ms = 1'700'000'000'000}));
 }
 
 TEST(selector, keywords_are_case_insensitive_and_precedence_is_sqls) {
@@ -215,7 +224,7 @@ TEST(selector, like_takes_each_part_where_it_first_occurs) {
 }
 
 TEST(selector, jms_names_it_cannot_read_are_refused_not_read_as_null) {
-    for (const char* name : {"JMSExpiration", "JMSXAppID", "JMS_AMQP_X"}) {
+    for (const char* name : {"JMSXAppID", "JMSRedelivered", "JMS_AMQP_X"}) {
         auto s = selector::parse(std::string(name) + " = 'x'");
         ASSERT_FALSE(s.has_value()) << name;
         EXPECT_NE(s.error().find(name), std::string::npos) << s.error();

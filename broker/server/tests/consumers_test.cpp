@@ -11,6 +11,7 @@
 #include <proton/source_options.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <set>
 
 namespace wharf::server::test {
@@ -245,6 +246,34 @@ TEST_F(consumers, a_selector_on_jms_type_and_delivery_count_takes_only_failed_or
     EXPECT_EQ(bodies(first.wait_messages(5)),
               (std::vector<std::string>{"order0", "invoice1", "order2", "invoice1", "order2"}));
     EXPECT_EQ(retries.message_count(), 1u) << "the selector took an invoice or an unfailed order";
+}
+
+// JMSExpiration is when the queue expires the message, in ms since the
+// epoch (its ttl from arrival, or its absolute-expiry-time if sooner), and 0
+// for a message that never expires: as ActiveMQ Artemis reads it.
+TEST_F(consumers, a_selector_on_jms_expiration_tells_expiring_messages_from_lasting_ones) {
+    start_broker();
+    auto c = connect();
+    const int64_t sent_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                std::chrono::system_clock::now().time_since_epoch())
+                                .count();
+    {
+        test_sender s = c->open_sender("expiring");
+        ASSERT_TRUE(s.wait_open()) << s.wait_error();
+        for (int i = 0; i < 3; ++i) {
+            proton::message m = text_message("m" + std::to_string(i));
+            if (i == 1) m.ttl(proton::duration(3600 * 1000));
+            s.send(m);
+        }
+        ASSERT_EQ(s.wait_outcomes(3).size(), 3u);
+    }
+    const std::string in_an_hour = "JMSExpiration BETWEEN " + std::to_string(sent_ms + 3600 * 1000) + " AND " +
+                                   std::to_string(sent_ms + 3660 * 1000);
+    test_receiver expiring = c->open_receiver("expiring", with_jms_selector(in_an_hour));
+    EXPECT_EQ(bodies(expiring.wait_messages(1)), std::vector<std::string>{"m1"});
+    test_receiver lasting = c->open_receiver("expiring", with_jms_selector("JMSExpiration = 0"));
+    EXPECT_EQ(bodies(lasting.wait_messages(2)), (std::vector<std::string>{"m0", "m2"}));
+    EXPECT_EQ(expiring.message_count(), 1u) << "a message that never expires was selected as expiring";
 }
 
 TEST_F(consumers, a_selector_that_does_not_parse_is_refused_with_invalid_field) {

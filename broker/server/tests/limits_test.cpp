@@ -117,27 +117,35 @@ TEST_F(limits, full_queue_with_reject_policy_rejects_with_resource_limit_exceede
 // once at a queue with room for 450, so the one or two answers the node
 // gives are cut inside the run of refusals: across the cuts each outcome
 // stays with its message (exactly 450 accepted), and the queue holds the
-// first 450.
-TEST_F(limits, a_sync_answered_in_slices_keeps_each_outcome_with_its_message) {
-    start_broker({.config_toml = "[[queue]]\nname = \"burst\"\nmax-depth-messages = 450\n"
+// first 450. The same burst of transient messages is answered as it is read;
+// through a relay (component_tests_through_relay) both go to the owner
+// several to a batch, whose refusals must reach the right messages too.
+TEST_F(limits, an_answer_in_slices_keeps_each_outcome_with_its_message) {
+    start_broker({.config_toml = "[[queue]]\nname = \"burst-durable\"\nmax-depth-messages = 450\n"
+                                 "overflow-policy = \"reject\"\n"
+                                 "[[queue]]\nname = \"burst-transient\"\nmax-depth-messages = 450\n"
                                  "overflow-policy = \"reject\"\n"});
-    raw_peer peer(broker().url());
-    pn_link_t* s = peer.open_sender("burst");
-    ASSERT_TRUE(peer.run_until([&] { return pn_link_credit(s) >= 600; })) << "credit " << pn_link_credit(s);
-    for (int i = 0; i < 600; ++i) {
-        proton::message m = text_message("m" + std::to_string(i));
-        m.durable(true);
-        std::vector<char> bytes;
-        m.encode(bytes);
-        peer.send(s, std::string(bytes.begin(), bytes.end()));
+    for (const bool durable : {true, false}) {
+        const std::string queue = durable ? "burst-durable" : "burst-transient";
+        SCOPED_TRACE(queue);
+        raw_peer peer(broker().url());
+        pn_link_t* s = peer.open_sender(queue);
+        ASSERT_TRUE(peer.run_until([&] { return pn_link_credit(s) >= 600; })) << "credit " << pn_link_credit(s);
+        for (int i = 0; i < 600; ++i) {
+            proton::message m = text_message("m" + std::to_string(i));
+            m.durable(durable);
+            std::vector<char> bytes;
+            m.encode(bytes);
+            peer.send(s, std::string(bytes.begin(), bytes.end()));
+        }
+        ASSERT_TRUE(peer.run_until([&] { return peer.settled(s) == 600; })) << peer.settled(s) << " answered";
+        EXPECT_EQ(peer.accepted(s), 450u);
+        auto c = connect();
+        test_receiver r = c->open_receiver(queue, receiver_credit(600));
+        auto got = r.wait_messages(450);
+        ASSERT_EQ(got.size(), 450u);
+        EXPECT_EQ(bodies(got), expected_texts(0, 450, "m"));
     }
-    ASSERT_TRUE(peer.run_until([&] { return peer.settled(s) == 600; })) << peer.settled(s) << " answered";
-    EXPECT_EQ(peer.accepted(s), 450u);
-    auto c = connect();
-    test_receiver r = c->open_receiver("burst", receiver_credit(600));
-    auto got = r.wait_messages(450);
-    ASSERT_EQ(got.size(), 450u);
-    EXPECT_EQ(bodies(got), expected_texts(0, 450, "m"));
 }
 
 // A pre-settled message gets no outcome, so one the node cannot take (too
