@@ -12,7 +12,7 @@
 # LOG (default: a temporary file, named at the end).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-: "${A:?A=DIR: the first build's bin/}" "${B:?B=DIR: the second build's bin/}"
+: "${A:?A=DIR, the bin/ of the first build}" "${B:?B=DIR, the bin/ of the second build}"
 log=${LOG:-$(mktemp)}
 : > "$log"
 for run in $(seq "${RUNS:-4}"); do
