@@ -248,6 +248,29 @@ TEST_F(consumers, a_selector_on_jms_type_and_delivery_count_takes_only_failed_or
     EXPECT_EQ(retries.message_count(), 1u) << "the selector took an invoice or an unfailed order";
 }
 
+// A consumer whose link ends while it holds a message unsettled failed that
+// delivery: the message comes back with its delivery count raised, so a
+// selector on JMSXDeliveryCount sees the second delivery.
+TEST_F(consumers, a_link_that_ends_holding_a_message_counts_a_failed_delivery_for_selectors) {
+    start_broker();
+    auto c = connect();
+    {
+        test_sender s = c->open_sender("held");
+        ASSERT_TRUE(s.wait_open()) << s.wait_error();
+        s.send(text_message("m0"));
+        ASSERT_EQ(s.wait_outcomes(1).size(), 1u);
+    }
+    test_receiver retries = c->open_receiver("held", with_jms_selector("JMSXDeliveryCount = 2"));
+    ASSERT_TRUE(retries.wait_open()) << retries.wait_error();
+    test_receiver first = c->open_receiver("held", receiver_credit(1));
+    EXPECT_EQ(bodies(first.wait_messages(1)), std::vector<std::string>{"m0"});
+    EXPECT_EQ(retries.message_count(), 0u) << "a first delivery counts 1";
+    first.close(); // holding m0 unsettled
+    auto again = retries.wait_messages(1);
+    ASSERT_EQ(bodies(again), std::vector<std::string>{"m0"});
+    EXPECT_EQ(again[0].msg.delivery_count(), 1u);
+}
+
 // JMSExpiration is when the queue expires the message, in ms since the
 // epoch (its ttl from arrival, or its absolute-expiry-time if sooner), and 0
 // for a message that never expires: as ActiveMQ Artemis reads it.
