@@ -7,8 +7,11 @@
 #include "broker/amqp/selector_node.hpp"
 #include "broker/amqp/value_cursor.hpp"
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <optional>
 
 namespace wharf::amqp {
@@ -69,12 +72,18 @@ sel_value decode(std::string_view raw) {
 // The message's fields, looked up by name as the selector asks for them.
 class fields {
   public:
-    fields(std::string_view bytes, const section_spans& spans, message_state state)
-        : bytes_(bytes), spans_(spans), state_(state) {}
+    // `names`: the application-properties the selector names, sorted; a
+    // node's slot is its name's place there, and `values` (as many) is
+    // filled by one walk over the message's map at the first name read.
+    fields(std::string_view bytes, const section_spans& spans, message_state state,
+           const std::vector<std::string>& names, sel_value* values, bool* found)
+        : bytes_(bytes), spans_(spans), state_(state), names_(names), values_(values), found_(found) {}
 
     sel_value get(const node& n) const {
         switch (n.field) {
-        case message_field::property: return application_property(n.name);
+        case message_field::property:
+            if (!properties_read_) read_properties();
+            return values_[n.slot];
         case message_field::priority: {
             const std::string_view p = header_field(1);
             return static_cast<int64_t>(p.size() == 2 && p[0] == '\x50' ? static_cast<uint8_t>(p[1]) : 4);
@@ -151,26 +160,53 @@ class fields {
         }
     }
 
-    sel_value application_property(const std::string& name) const {
+    // One walk over the application-properties for every name the selector
+    // uses (a key's first occurrence counts), however often each is used:
+    // a walk per use made a message cost (uses) x (keys), which a selector
+    // of many ORs over a message of many properties turned into seconds.
+    void read_properties() const {
+        properties_read_ = true;
         value_cursor c(bytes_);
         size_t end = 0;
         uint32_t count = 0;
         if (!open_section(spans_.application_properties_at, spans_.application_properties_end, c, end, count))
-            return {};
-        for (uint32_t i = 0; i + 1 < count; i += 2) {
+            return;
+        size_t left = names_.size();
+        for (uint32_t i = 0; i + 1 < count && left > 0; i += 2) {
             const size_t key_at = c.pos();
-            if (!c.jump_value(end, 1)) return {};
+            if (!c.jump_value(end, 1)) return;
             const auto key = key_text(c.since(key_at));
             const size_t value_at = c.pos();
-            if (!c.jump_value(end, 1)) return {};
-            if (key && *key == name) return decode(c.since(value_at));
+            if (!c.jump_value(end, 1)) return;
+            if (!key) continue;
+            const size_t slot = slot_of(*key);
+            if (slot == names_.size() || found_[slot]) continue;
+            found_[slot] = true;
+            values_[slot] = decode(c.since(value_at));
+            --left;
         }
-        return {};
+    }
+
+    // `key`'s place among names_, or names_.size(). A few names are
+    // compared in turn (lengths first), more are searched.
+    size_t slot_of(std::string_view key) const {
+        if (names_.size() <= 8) {
+            size_t i = 0;
+            while (i < names_.size() && names_[i] != key) ++i;
+            return i;
+        }
+        const auto at = std::lower_bound(names_.begin(), names_.end(), key,
+                                         [](const std::string& a, std::string_view b) { return a < b; });
+        return at != names_.end() && *at == key ? static_cast<size_t>(at - names_.begin()) : names_.size();
     }
 
     std::string_view bytes_;
     const section_spans& spans_;
     message_state state_;
+    const std::vector<std::string>& names_;
+    sel_value* values_;
+    bool* found_;
+    mutable bool properties_read_ = false;
 };
 
 bool is_null(const sel_value& v) { return std::holds_alternative<std::monostate>(v); }
@@ -218,19 +254,35 @@ sel_value arithmetic(op o, const sel_value& a, const sel_value& b) {
         case op::add: if (!__builtin_add_overflow(x, y, &r)) return r; break;
         case op::sub: if (!__builtin_sub_overflow(x, y, &r)) return r; break;
         case op::mul: if (!__builtin_mul_overflow(x, y, &r)) return r; break;
-        default:
-            if (y == 0) return {};
-            if (x == INT64_MIN && y == -1) break;
-            return x / y;
+        default: break; // a division is of reals
         }
     }
+    // As ActiveMQ and Artemis evaluate selectors: a division is always of
+    // reals (7 / 2 is 3.5), and by zero gives an infinity or NaN, as in Java.
     const double x = as_double(a), y = as_double(b);
     switch (o) {
     case op::add: return x + y;
     case op::sub: return x - y;
     case op::mul: return x * y;
-    default: return y == 0 ? sel_value{} : sel_value{x / y};
+    default:
+        if (y != 0) return x / y;
+        // What IEEE division gives, spelled out (dividing by zero is not defined in C++).
+        if (x == 0 || std::isnan(x)) return std::numeric_limits<double>::quiet_NaN();
+        return (x > 0) == !std::signbit(y) ? std::numeric_limits<double>::infinity()
+                                           : -std::numeric_limits<double>::infinity();
     }
+}
+
+// Three-valued OR and AND of two conditions (anything but a boolean is unknown).
+sel_value either(const sel_value& a, const sel_value& b) {
+    const bool *x = as_bool(a), *y = as_bool(b);
+    if ((x && *x) || (y && *y)) return true;
+    return x && y ? sel_value{false} : sel_value{};
+}
+sel_value both(const sel_value& a, const sel_value& b) {
+    const bool *x = as_bool(a), *y = as_bool(b);
+    if ((x && !*x) || (y && !*y)) return false;
+    return x && y ? sel_value{true} : sel_value{};
 }
 
 sel_value eval(const node& n, const fields& f) {
@@ -245,18 +297,12 @@ sel_value eval(const node& n, const fields& f) {
     case op::or_: {
         const sel_value a = kid(0);
         if (const bool* x = as_bool(a); x && *x) return true;
-        const sel_value b = kid(1);
-        if (const bool* y = as_bool(b); y && *y) return true;
-        if (as_bool(a) && as_bool(b)) return false;
-        return {};
+        return either(a, kid(1));
     }
     case op::and_: {
         const sel_value a = kid(0);
         if (const bool* x = as_bool(a); x && !*x) return false;
-        const sel_value b = kid(1);
-        if (const bool* y = as_bool(b); y && !*y) return false;
-        if (as_bool(a) && as_bool(b)) return true;
-        return {};
+        return both(a, kid(1));
     }
     case op::not_: return negate(kid(0));
     case op::eq: case op::ne: case op::lt: case op::gt: case op::le: case op::ge:
@@ -269,19 +315,23 @@ sel_value eval(const node& n, const fields& f) {
         return {};
     }
     case op::between: {
+        // x BETWEEN a AND b is a <= x AND x <= b; x NOT BETWEEN a AND b is
+        // x < a OR x > b (JMS 2.0 §3.8.1.2), so neither holds for a value of
+        // another type or NaN.
         const sel_value v = kid(0);
-        const sel_value low = compare(op::ge, v, kid(1)), high = compare(op::le, v, kid(2));
-        const bool *l = as_bool(low), *h = as_bool(high);
-        sel_value both = (l && !*l) || (h && !*h) ? sel_value{false} : l && h ? sel_value{true} : sel_value{};
-        return n.negated ? negate(both) : both;
+        if (n.negated) return either(compare(op::lt, v, kid(1)), compare(op::gt, v, kid(2)));
+        return both(compare(op::ge, v, kid(1)), compare(op::le, v, kid(2)));
     }
     case op::in: {
         const sel_value v = kid(0);
         if (is_null(v)) return {};
+        // A value that is not a string is unknown here, as ActiveMQ has it:
+        // neither IN nor NOT IN (nor NOT of either) selects it.
         const auto* s = std::get_if<std::string_view>(&v);
+        if (s == nullptr) return {};
         bool found = false;
-        for (const auto& m : n.set) found = found || (s != nullptr && *s == m);
-        return s == nullptr ? sel_value{false} : sel_value{found != n.negated};
+        for (const auto& m : n.set) found = found || *s == m;
+        return found != n.negated;
     }
     case op::like: {
         const sel_value v = kid(0);
@@ -322,8 +372,15 @@ like_pattern compile_like(std::string_view text, int escape) {
     like_pattern p;
     p.parts.emplace_back();
     const auto cps = code_points(text);
+    // The escape character escapes only _, % and itself (as ActiveMQ's
+    // LikeExpression reads it); before anything else it is what it would be
+    // without ESCAPE.
+    const auto escapes = [&](size_t i) {
+        const uint32_t next = cps[i + 1];
+        return next == '_' || next == '%' || next == static_cast<uint32_t>(escape);
+    };
     for (size_t i = 0; i < cps.size(); ++i) {
-        if (escape >= 0 && cps[i] == static_cast<uint32_t>(escape) && i + 1 < cps.size()) {
+        if (escape >= 0 && cps[i] == static_cast<uint32_t>(escape) && i + 1 < cps.size() && escapes(i)) {
             p.parts.back().push_back(cps[++i]);
         } else if (cps[i] == '%') {
             p.parts.emplace_back();
@@ -381,7 +438,29 @@ bool like_matches(const std::vector<uint32_t>& v, const like_pattern& p) {
     return true;
 }
 
-selector::selector(std::unique_ptr<node> root) : root_(std::move(root)) {}
+namespace {
+// The tree's application-property names, sorted and once each, and each
+// identifier node's slot among them.
+std::vector<std::string> property_slots(node& root) {
+    std::vector<node*> ids;
+    std::vector<node*> todo{&root};
+    while (!todo.empty()) {
+        node* n = todo.back();
+        todo.pop_back();
+        if (n->o == op::identifier && n->field == message_field::property) ids.push_back(n);
+        for (auto& k : n->kids) todo.push_back(k.get());
+    }
+    std::vector<std::string> names;
+    for (const node* n : ids) names.push_back(n->name);
+    std::sort(names.begin(), names.end());
+    names.erase(std::unique(names.begin(), names.end()), names.end());
+    for (node* n : ids)
+        n->slot = static_cast<uint32_t>(std::lower_bound(names.begin(), names.end(), n->name) - names.begin());
+    return names;
+}
+} // namespace
+
+selector::selector(std::unique_ptr<node> root) : root_(std::move(root)), names_(property_slots(*root_)) {}
 selector::~selector() = default;
 
 result<std::shared_ptr<const selector>, std::string> selector::parse(std::string_view text) {
@@ -394,7 +473,21 @@ result<std::shared_ptr<const selector>, std::string> selector::parse(std::string
 bool selector::matches(std::string_view bytes, message_state state) const {
     const auto spans = locate_sections(bytes);
     if (!spans) return false;
-    const fields f(bytes, *spans, state);
+    // The slots of up to eight property names live here; more take the heap.
+    constexpr size_t inline_slots = 8;
+    std::array<sel_value, inline_slots> small_values{};
+    std::array<bool, inline_slots> small_found{};
+    std::unique_ptr<sel_value[]> large_values;
+    std::unique_ptr<bool[]> large_found;
+    sel_value* values = small_values.data();
+    bool* found = small_found.data();
+    if (names_.size() > inline_slots) {
+        large_values = std::make_unique<sel_value[]>(names_.size());
+        large_found = std::make_unique<bool[]>(names_.size());
+        values = large_values.get();
+        found = large_found.get();
+    }
+    const fields f(bytes, *spans, state, names_, values, found);
     const sel_value v = eval(*root_, f);
     const bool* b = as_bool(v);
     return b != nullptr && *b;

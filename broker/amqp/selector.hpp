@@ -7,7 +7,10 @@
 // whether the consumer may have it. It reads the message's bytes as they
 // are (no proton::message): application-properties by name, and the JMS
 // header and JMSX names from the AMQP sections (selector_node.hpp's
-// jms_names says where each is read; other JMS names are refused at parse).
+// jms_names says where each is read; other JMSX and JMS_ names are
+// application-properties, and other JMS header names are refused at parse).
+// Where JMS leaves room (division, NOT BETWEEN, IN of a non-string, an
+// ESCAPE before an ordinary character) it evaluates as ActiveMQ does.
 // Any other identifier is an application property (NULL when absent, or of
 // a type selectors do not compare: binary, uuid, lists, maps, ...).
 //
@@ -24,6 +27,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace wharf::amqp {
 
@@ -57,6 +61,7 @@ class selector {
   private:
     explicit selector(std::unique_ptr<node> root);
     std::unique_ptr<node> root_;
+    std::vector<std::string> names_; // the application-properties it names, sorted
 };
 
 } // namespace wharf::amqp

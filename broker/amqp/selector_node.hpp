@@ -71,6 +71,7 @@ struct selector::node {
     std::string text;            // a string literal's characters
     std::string name;            // identifier
     message_field field = message_field::property; // identifier
+    uint32_t slot = 0;           // a property identifier: its name's place in selector::names_
     std::vector<std::unique_ptr<node>> kids;
     std::vector<std::string> set; // IN
     like_pattern like;            // LIKE

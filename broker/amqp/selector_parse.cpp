@@ -411,11 +411,16 @@ class parser {
         case token::real: n = make(node::op::literal); n->value = tok_.d; break;
         case token::ident:
             n = make(node::op::identifier);
+            // JMSX and vendor JMS_ names not in the table are properties
+            // (JMS 2.0 §3.8.1.1: NULL when a message lacks them); other JMS
+            // names are headers a selector may not name.
             if (tok_.text.rfind("JMS", 0) == 0) {
                 const jms_name* j = find_jms_name(tok_.text);
-                if (j == nullptr)
-                    return bad(tok_.text + " is not supported here (of the JMS names: " + jms_name_list() + ")");
-                n->field = j->field;
+                const bool property = tok_.text.rfind("JMSX", 0) == 0 || tok_.text.rfind("JMS_", 0) == 0;
+                if (j == nullptr && !property)
+                    return bad(tok_.text + " is not supported here (of the JMS header names: " + jms_name_list() +
+                               "; JMSX and JMS_ names are read as properties)");
+                if (j != nullptr) n->field = j->field;
             }
             n->name = tok_.text;
             break;
