@@ -81,9 +81,7 @@ class fields {
 
     sel_value get(const node& n) const {
         switch (n.field) {
-        case message_field::property:
-            if (!properties_read_) read_properties();
-            return values_[n.slot];
+        case message_field::property: return property(n.slot);
         case message_field::priority: {
             const std::string_view p = header_field(1);
             return static_cast<int64_t>(p.size() == 2 && p[0] == '\x50' ? static_cast<uint8_t>(p[1]) : 4);
@@ -160,31 +158,43 @@ class fields {
         }
     }
 
-    // One walk over the application-properties for every name the selector
-    // uses (a key's first occurrence counts), however often each is used:
-    // a walk per use made a message cost (uses) x (keys), which a selector
-    // of many ORs over a message of many properties turned into seconds.
-    void read_properties() const {
-        properties_read_ = true;
-        value_cursor c(bytes_);
-        size_t end = 0;
-        uint32_t count = 0;
-        if (!open_section(spans_.application_properties_at, spans_.application_properties_end, c, end, count))
-            return;
-        size_t left = names_.size();
-        for (uint32_t i = 0; i + 1 < count && left > 0; i += 2) {
-            const size_t key_at = c.pos();
-            if (!c.jump_value(end, 1)) return;
-            const auto key = key_text(c.since(key_at));
-            const size_t value_at = c.pos();
-            if (!c.jump_value(end, 1)) return;
-            if (!key) continue;
-            const size_t slot = slot_of(*key);
-            if (slot == names_.size() || found_[slot]) continue;
-            found_[slot] = true;
-            values_[slot] = decode(c.since(value_at));
-            --left;
+    // The value of the property in `slot`. The application-properties are
+    // walked once in all, and only as far as a name asked for needs: each
+    // key passed on the way fills its own slot (at its first occurrence),
+    // so a name used again, or found earlier on the way to another, costs
+    // nothing more, and a name an OR never reaches is never looked for. A
+    // walk per use made a message cost (uses) x (keys): seconds for a
+    // selector of many ORs over a message of many properties.
+    sel_value property(uint32_t slot) const {
+        if (walk_ == walk::unopened) {
+            walk_ = walk::done;
+            uint32_t count = 0;
+            if (open_section(spans_.application_properties_at, spans_.application_properties_end, walker_, map_end_,
+                             count)) {
+                pairs_left_ = count / 2;
+                walk_ = walk::open;
+            }
         }
+        while (!found_[slot] && walk_ == walk::open) next_property();
+        return values_[slot];
+    }
+    void next_property() const {
+        const size_t key_at = walker_.pos();
+        if (pairs_left_-- == 0 || !walker_.jump_value(map_end_, 1)) {
+            walk_ = walk::done;
+            return;
+        }
+        const auto key = key_text(walker_.since(key_at));
+        const size_t value_at = walker_.pos();
+        if (!walker_.jump_value(map_end_, 1)) {
+            walk_ = walk::done;
+            return;
+        }
+        if (!key) return;
+        const size_t slot = slot_of(*key);
+        if (slot == names_.size() || found_[slot]) return;
+        found_[slot] = true;
+        values_[slot] = decode(walker_.since(value_at));
     }
 
     // `key`'s place among names_, or names_.size(). A few names are
@@ -206,7 +216,12 @@ class fields {
     const std::vector<std::string>& names_;
     sel_value* values_;
     bool* found_;
-    mutable bool properties_read_ = false;
+    // The walk over the application-properties, as far as it has gone.
+    enum class walk : uint8_t { unopened, open, done };
+    mutable walk walk_ = walk::unopened;
+    mutable value_cursor walker_{bytes_};
+    mutable size_t map_end_ = 0;
+    mutable uint32_t pairs_left_ = 0;
 };
 
 bool is_null(const sel_value& v) { return std::holds_alternative<std::monostate>(v); }

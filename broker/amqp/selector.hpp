@@ -9,8 +9,10 @@
 // header and JMSX names from the AMQP sections (selector_node.hpp's
 // jms_names says where each is read; other JMSX and JMS_ names are
 // application-properties, and other JMS header names are refused at parse).
-// Where JMS leaves room (division, NOT BETWEEN, IN of a non-string, an
-// ESCAPE before an ordinary character) it evaluates as ActiveMQ does.
+// In four places it evaluates as ActiveMQ and Artemis do rather than as a
+// literal reading of JMS (division of reals) or where JMS is silent (NOT
+// BETWEEN of another type, IN of a non-string, an ESCAPE before an
+// ordinary character); NaN compares as Java's operators compare it.
 // Any other identifier is an application property (NULL when absent, or of
 // a type selectors do not compare: binary, uuid, lists, maps, ...).
 //

@@ -418,8 +418,8 @@ class parser {
                 const jms_name* j = find_jms_name(tok_.text);
                 const bool property = tok_.text.rfind("JMSX", 0) == 0 || tok_.text.rfind("JMS_", 0) == 0;
                 if (j == nullptr && !property)
-                    return bad(tok_.text + " is not supported here (of the JMS header names: " + jms_name_list() +
-                               "; JMSX and JMS_ names are read as properties)");
+                    return bad(tok_.text + " is not a JMS name a selector can use here (those it can: " +
+                               jms_name_list() + "; other JMSX and JMS_ names are read as properties)");
                 if (j != nullptr) n->field = j->field;
             }
             n->name = tok_.text;
