@@ -1,6 +1,9 @@
 #pragma once
 // Small text helpers for messages that name what they refer to.
 
+#include "broker/common/names.hpp"
+
+#include <cstdio>
 #include <string>
 #include <string_view>
 
@@ -15,6 +18,33 @@ inline std::string quoted(std::string_view s) {
     out += '\'';
     out += s;
     out += '\'';
+    return out;
+}
+
+// s for a description that names what a peer sent (an AMQP string, often a
+// C string on the way): its UTF-8 as it is, but each control character and
+// each byte that is not UTF-8 as \xNN. A NUL would cut the description
+// short, and bytes that are not UTF-8 would make a client that decodes the
+// string fail on what it sent us.
+inline std::string printable(std::string_view s) {
+    std::string out;
+    out.reserve(s.size());
+    auto escape = [&out](unsigned char c) {
+        char hex[5];
+        std::snprintf(hex, sizeof hex, "\\x%02x", c);
+        out += hex;
+    };
+    while (!s.empty()) {
+        const size_t good = utf8_prefix(s);
+        for (const char ch : s.substr(0, good)) {
+            const auto c = static_cast<unsigned char>(ch);
+            if (c < 0x20 || c == 0x7f) escape(c);
+            else out += ch;
+        }
+        if (good == s.size()) break;
+        escape(static_cast<unsigned char>(s[good]));
+        s.remove_prefix(good + 1);
+    }
     return out;
 }
 

@@ -243,6 +243,9 @@ result<queue*, error> queue_engine::resolve(const std::string& address, bool cre
     if (auto bad = check_queue_name(address)) return fail(error{errc::invalid_field, "the address: " + *bad});
     if (address.rfind(dynamic_prefix, 0) == 0)
         return fail(error{errc::not_found, "temporary queue '" + address + "' no longer exists"});
+    if (address == "$management")
+        return fail(error{errc::not_found, "'$management' takes requests on a link attached to it, not as messages "
+                                           "addressed to it through the anonymous relay"});
     if (is_reserved(address))
         return fail(error{errc::not_found, "no node named '" + address + "' on this broker"});
     if (!create)

@@ -1,8 +1,12 @@
 #include "broker/management/request.hpp"
 
+#include "broker/amqp/message_codec.hpp"
+#include "broker/common/text.hpp"
+
 #include <proton/codec.h>
 
 #include <charconv>
+#include <cstdint>
 
 namespace wharf::management {
 
@@ -35,7 +39,9 @@ std::optional<plugins::attribute_value> scalar(pn_data_t* d) {
     case PN_SHORT: return plugins::attribute_value{int64_t{pn_data_get_short(d)}};
     case PN_UINT: return plugins::attribute_value{int64_t{pn_data_get_uint(d)}};
     case PN_INT: return plugins::attribute_value{int64_t{pn_data_get_int(d)}};
-    case PN_ULONG: return plugins::attribute_value{static_cast<int64_t>(pn_data_get_ulong(d))};
+    case PN_ULONG:
+        if (pn_data_get_ulong(d) > static_cast<uint64_t>(INT64_MAX)) return std::nullopt; // see why_not_scalar
+        return plugins::attribute_value{static_cast<int64_t>(pn_data_get_ulong(d))};
     case PN_LONG: return plugins::attribute_value{static_cast<int64_t>(pn_data_get_long(d))};
     case PN_FLOAT: return plugins::attribute_value{decimal_text(pn_data_get_float(d))};
     case PN_DOUBLE: return plugins::attribute_value{decimal_text(pn_data_get_double(d))};
@@ -43,6 +49,30 @@ std::optional<plugins::attribute_value> scalar(pn_data_t* d) {
     case PN_SYMBOL: return plugins::attribute_value{std::string(as_text(d))};
     default: return std::nullopt;
     }
+}
+
+// A word for a value's AMQP type, in descriptions.
+const char* type_word(pn_type_t t) {
+    switch (t) {
+    case PN_LIST: return "list";
+    case PN_MAP: return "map";
+    case PN_ARRAY: return "array";
+    case PN_BINARY: return "binary";
+    case PN_UUID: return "uuid";
+    case PN_TIMESTAMP: return "timestamp";
+    case PN_CHAR: return "char";
+    case PN_DESCRIBED: return "described value";
+    case PN_DECIMAL32: case PN_DECIMAL64: case PN_DECIMAL128: return "decimal";
+    case PN_NULL: return "null";
+    case PN_BOOL: return "boolean";
+    default: return "number";
+    }
+}
+
+// Why the value at `d` cannot be an argument, when scalar() refuses it.
+std::string why_not_scalar(pn_data_t* d) {
+    if (pn_data_type(d) == PN_ULONG) return "is larger than 9223372036854775807";
+    return std::string("is a ") + type_word(pn_data_type(d)) + ", not a string, a number, a boolean or null";
 }
 
 error bad(std::string what) { return {errc::invalid_field, std::move(what)}; }
@@ -59,7 +89,7 @@ result<plugins::entity, error> read_properties(pn_data_t* d) {
         const std::string key(as_text(d));
         if (!pn_data_next(d)) break;
         auto v = scalar(d);
-        if (!v) return fail(bad("application property '" + key + "' is not a simple value"));
+        if (!v) return fail(bad("application property " + quoted(printable(key)) + " " + why_not_scalar(d)));
         out[key] = std::move(*v);
     }
     pn_data_exit(d);
@@ -96,13 +126,24 @@ void put_strings(pn_data_t* d, const std::vector<std::string>& xs) {
 
 result<request, error> decode_request(std::string_view bytes) {
     request r;
+    // Our own scan first: it says what is wrong with bytes that are not a
+    // message (Proton's decoder asserts on none at all, and takes some
+    // garbage for an empty message), and it reads the reply-to whole,
+    // where Proton's C string stops at a NUL.
+    if (bytes.empty()) return fail(error{errc::decode_error, "the request is empty: it is not an AMQP message"});
+    auto info = amqp::scan_message(bytes);
+    if (!info)
+        return fail(error{errc::decode_error, "the request is not a valid AMQP message: " + info.error().description});
     r.msg.reset(pn_message());
     if (pn_message_decode(r.msg.get(), bytes.data(), bytes.size()) != 0)
         return fail(error{errc::decode_error, "the request is not a valid AMQP message"});
-    const char* reply_to = pn_message_get_reply_to(r.msg.get());
-    if (reply_to == nullptr || *reply_to == '\0')
+    if (!info->reply_to || info->reply_to->empty())
         return fail(bad("the request has no reply-to: there is nowhere to send the answer"));
-    r.reply_to = reply_to;
+    r.reply_to = *info->reply_to;
+    // The answer is published to the reply-to: a name no queue can have
+    // would lose it after the request ran.
+    if (auto why = check_queue_name(r.reply_to))
+        return fail(bad("reply-to " + quoted(printable(r.reply_to)) + " cannot take the answer: " + *why));
     auto props = read_properties(pn_message_properties(r.msg.get()));
     if (!props) {
         r.problem = props.error();
@@ -116,10 +157,13 @@ result<request, error> decode_request(std::string_view bytes) {
             r.body_is_map = true;
             pn_data_enter(body);
             while (pn_data_next(body)) {
-                const bool text_key = is_text(body);
-                const std::string key = text_key ? std::string(as_text(body)) : std::string();
+                if (!is_text(body)) {
+                    r.problem = bad(std::string("a key of the body's map is a ") + type_word(pn_data_type(body)) +
+                                    ", not a string");
+                    return r;
+                }
+                const std::string key(as_text(body));
                 if (!pn_data_next(body)) break;
-                if (!text_key) continue;
                 // attributeNames: a list, or an array (Proton C++'s encoding of
                 // std::vector<std::string>) of strings.
                 const bool names_list = pn_data_type(body) == PN_LIST || pn_data_type(body) == PN_ARRAY;
@@ -139,6 +183,11 @@ result<request, error> decode_request(std::string_view bytes) {
                     pn_data_exit(body);
                 } else if (auto v = scalar(body)) {
                     r.args[key] = std::move(*v);
+                } else {
+                    // Dropped, a setting given in the wrong type would be
+                    // answered as if it had not been sent.
+                    r.problem = bad("the argument " + quoted(printable(key)) + " " + why_not_scalar(body));
+                    return r;
                 }
             }
             pn_data_exit(body);
@@ -152,6 +201,15 @@ result<request, error> decode_request(std::string_view bytes) {
     }
     auto op = text_of(*props, "operation");
     if (!op || op->empty()) return r; // answered with 400 by the service: it can reply
+    // A mistyped name or type is a mistake to answer, not an absent one.
+    for (const char* key : {"type", "name", "identity", "entityType"}) {
+        auto it = props->find(key);
+        if (it != props->end() && !std::holds_alternative<std::monostate>(it->second) &&
+            !std::holds_alternative<std::string>(it->second)) {
+            r.problem = bad(std::string("'") + key + "' must be a string");
+            return r;
+        }
+    }
     r.operation = *op;
     r.type = text_of(*props, "type").value_or("");
     r.name = text_of(*props, "name").value_or(text_of(*props, "identity").value_or(""));
@@ -203,14 +261,14 @@ std::string encode_reply(const request& req, const reply& rep) {
     pn_msgid_t id = pn_message_get_id(req.msg.get());
     if (id.type == PN_NULL) id = pn_message_get_correlation_id(req.msg.get());
     if (id.type != PN_NULL) pn_message_set_correlation_id(m.get(), id);
-    pn_message_set_address(m.get(), req.reply_to.c_str());
+    pn_message_set_address(m.get(), req.reply_to.c_str()); // a queue's name: no NUL (decode_request)
     pn_data_t* props = pn_message_properties(m.get());
     pn_data_put_map(props);
     pn_data_enter(props);
     pn_data_put_string(props, pn_bytes(10, "statusCode"));
     pn_data_put_int(props, rep.status);
     pn_data_put_string(props, pn_bytes(17, "statusDescription"));
-    put_string(props, rep.description);
+    put_string(props, printable(rep.description)); // it may name what the request sent
     if (rep.count) {
         pn_data_put_string(props, pn_bytes(5, "count"));
         pn_data_put_long(props, *rep.count);

@@ -142,7 +142,22 @@ def malformed_requests():
         ({"operation": "FROB", "type": "wharf.queue", "name": "x"}, None, 501, "FROB"),
         ({"operation": "READ", "type": "wharf.unknown", "name": "x"}, None, 404, "wharf.unknown"),
         ({"operation": "GET-ATTRIBUTES", "entityType": "wharf.nope"}, None, 404, "wharf.nope"),
-        ({"operation": "READ", "type": 12, "name": "x"}, None, 400, "operation"),
+        ({"operation": "READ", "type": 12, "name": "x"}, None, 400, "'type' must be a string"),
+        ({"operation": "READ", "type": "wharf.queue", "name": 5}, None, 400, "'name' must be a string"),
+        ({"operation": "GET-TYPES", "entityType": 3}, None, 400, "'entityType' must be a string"),
+        # A setting of a type no setting has is refused, not dropped (it used
+        # to be answered 201 with the default, as if it had not been sent).
+        ({"operation": "CREATE", "type": "wharf.queue", "name": "typed"}, {"maxDepth": [5]}, 400,
+         "'maxDepth' is a list"),
+        ({"operation": "CREATE", "type": "wharf.queue", "name": "typed"}, {"maxDepth": b"\x05"}, 400,
+         "'maxDepth' is a binary"),
+        ({"operation": "UPDATE", "type": "wharf.queue", "name": "typed"}, {"maxDepth": {"a": 1}}, 400,
+         "'maxDepth' is a map"),
+        ({"operation": "CREATE", "type": "wharf.queue", "name": "typed"}, {1: 5}, 400, "key of the body's map is a number"),
+        ({"operation": "CREATE", "type": "wharf.queue", "name": "typed"}, {"maxDepth": ulong(2 ** 64 - 1)}, 400,
+         "larger than 9223372036854775807"),
+        ({"operation": "QUERY", "entityType": "wharf.queue", "offset": ulong(2 ** 63)}, None, 400,
+         "larger than 9223372036854775807"),
         ({"operation": "QUERY", "entityType": "wharf.queue"}, [1, 2, 3], 400, "not a map"),
     ]
     out = []
@@ -160,11 +175,6 @@ def test_a_hundred_malformed_requests_each_get_the_right_status_and_a_reason(mgm
     for props, body, status, words in cases:
         r = mgmt.request(props, body)
         got = (r.properties["statusCode"], r.properties["statusDescription"])
-        if props.get("type") == 12:
-            # A mistyped 'type' is not a string: treated as absent, so the
-            # node-level READ is an unknown node operation.
-            assert got[0] == 501, (props, got)
-            continue
         assert got[0] == status, (props, body, got)
         assert words in got[1], (props, body, got)
     assert mgmt.call("GET-TYPES")[0] == 200  # still answering
@@ -329,6 +339,77 @@ def test_a_request_whose_reply_could_not_be_delivered_is_refused_before_it_runs(
         assert reply.correlation_id == "to-other" and reply.properties["statusCode"] == 200
     finally:
         other.close()
+
+
+def send_patched(mgmt, msg, placeholder, raw):
+    """Sends msg's encoding with `placeholder` replaced by the bytes `raw`, as
+    long (Proton-Python sends no NUL or non-UTF-8 string); the delivery."""
+    data = msg.encode()
+    assert data.count(placeholder) == 1
+    link = mgmt.sender.link
+    dlv = link.delivery("patched-%d" % id(msg))
+    link.send(data.replace(placeholder, raw))
+    link.advance()
+    return dlv
+
+
+def test_a_reply_to_no_queue_can_have_is_refused_before_the_request_runs(wharfd, mgmt):
+    # A control character, a NUL (Proton's C string would cut the name
+    # there and answer another queue) and bytes that are not UTF-8: each is
+    # refused saying why, and the DELETE does not run. They used to be
+    # accepted, run, and their answers lost without a word.
+    fill(wharfd, "victim", 1)
+    delete = {"operation": "DELETE", "type": "wharf.queue", "name": "victim"}
+    for raw, why in ((b"r\x01q", "control character"), (b"replyq\x00junk", "control character"),
+                     (b"r\xff\xfeq", "not UTF-8")):
+        placeholder = b"~" * len(raw)  # as long, so that every size in the encoding holds
+        dlv = send_patched(mgmt, Message(properties=delete, reply_to=placeholder.decode()), placeholder, raw)
+        mgmt.conn.wait(lambda: dlv.remote_state != 0, timeout=10, msg="waiting for the outcome")
+        cond = dlv.remote.condition
+        assert dlv.remote_state == Delivery.REJECTED and cond.name == "amqp:invalid-field", (raw, cond)
+        assert "reply-to" in cond.description and why in cond.description, cond
+    assert mgmt.call("READ", type="wharf.queue", name="victim")[0] == 200  # not deleted
+
+
+def test_a_name_that_is_not_utf8_is_answered_in_utf8(wharfd, mgmt):
+    # A READ of a name that is not UTF-8, whose 404 names it: the
+    # description escapes the bytes, so the client can decode the answer.
+    req = Message(id="bad-utf8", reply_to=mgmt.reply_to,
+                  properties={"operation": "READ", "type": "wharf.queue", "name": "bad@@q"})
+    send_patched(mgmt, req, b"bad@@q", b"bad\xff\xfeq")
+    reply = mgmt.replies.receive(timeout=10)  # decodes: the description is UTF-8
+    mgmt.replies.accept()
+    assert reply.correlation_id == "bad-utf8"
+    assert reply.properties["statusCode"] == 404, reply.properties
+    assert "bad\\xff\\xfeq" in reply.properties["statusDescription"], reply.properties
+
+
+def test_an_empty_transfer_is_rejected_and_the_node_goes_on(mgmt):
+    # No bytes at all: not a message. It used to abort wharfd (Proton's
+    # decoder asserts on an empty buffer).
+    link = mgmt.sender.link
+    dlv = link.delivery("empty")
+    link.send(b"")
+    link.advance()
+    mgmt.conn.wait(lambda: dlv.remote_state != 0, timeout=10, msg="waiting for the outcome")
+    assert dlv.remote_state == Delivery.REJECTED
+    assert dlv.remote.condition.name == "amqp:decode-error", dlv.remote.condition
+    assert "empty" in dlv.remote.condition.description
+    assert mgmt.call("GET-TYPES")[0] == 200  # still answering
+
+
+def test_management_through_the_anonymous_relay_says_where_requests_go(wharfd):
+    from proton.utils import BlockingConnection
+    c = BlockingConnection(wharfd.url, timeout=10, sasl_enabled=False)
+    try:
+        s = c.create_sender(None)
+        dlv = s.link.send(Message(address="$management", reply_to="r", properties={"operation": "GET-TYPES"}))
+        c.wait(lambda: dlv.remote_state != 0, timeout=10, msg="waiting for the outcome")
+        assert dlv.remote_state == Delivery.REJECTED
+        cond = dlv.remote.condition
+        assert cond.name == "amqp:not-found" and "link attached to it" in cond.description, cond
+    finally:
+        c.close()
 
 
 def test_without_auto_create_a_reply_to_an_unknown_queue_is_refused(make_wharfd):

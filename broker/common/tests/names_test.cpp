@@ -3,6 +3,7 @@
 // C strings) and a name can be typed back into a tool.
 
 #include "broker/common/names.hpp"
+#include "broker/common/text.hpp"
 
 #include <gtest/gtest.h>
 
@@ -35,6 +36,18 @@ TEST(names, a_queue_name_is_utf8_without_control_characters) {
     EXPECT_NE(bad->find("not UTF-8 (at byte 0)"), std::string::npos) << *bad;
     EXPECT_TRUE(check_queue_name(""));
     EXPECT_TRUE(check_queue_name(std::string(max_queue_name + 1, 'q')));
+}
+
+// What a peer sent, named in a description: UTF-8 kept, control
+// characters and bytes that are not UTF-8 escaped (a NUL would cut the
+// description short; a client decoding it would fail on the others).
+TEST(names, printable_escapes_control_characters_and_bytes_that_are_not_utf8) {
+    EXPECT_EQ(printable("caf\xc3\xa9 q"), "caf\xc3\xa9 q");
+    EXPECT_EQ(printable(std::string("reply\0junk", 10)), "reply\\x00junk");
+    EXPECT_EQ(printable("bad\xff\xfeq"), "bad\\xff\\xfeq");
+    EXPECT_EQ(printable("a\x01\x7f\n"), "a\\x01\\x7f\\x0a");
+    EXPECT_EQ(printable("\xc3"), "\\xc3") << "a sequence cut short";
+    EXPECT_EQ(printable(""), "");
 }
 
 } // namespace
