@@ -65,7 +65,19 @@ const char* type_word(pn_type_t t) {
     case PN_DECIMAL32: case PN_DECIMAL64: case PN_DECIMAL128: return "decimal";
     case PN_NULL: return "null";
     case PN_BOOL: return "boolean";
-    default: return "number";
+    case PN_SYMBOL: return "symbol";
+    case PN_STRING: return "string";
+    case PN_UBYTE: return "ubyte";
+    case PN_BYTE: return "byte";
+    case PN_USHORT: return "ushort";
+    case PN_SHORT: return "short";
+    case PN_UINT: return "uint";
+    case PN_INT: return "int";
+    case PN_ULONG: return "ulong";
+    case PN_LONG: return "long";
+    case PN_FLOAT: return "float";
+    case PN_DOUBLE: return "double";
+    default: return "value of another type";
     }
 }
 

@@ -153,7 +153,7 @@ def malformed_requests():
          "'maxDepth' is a binary"),
         ({"operation": "UPDATE", "type": "wharf.queue", "name": "typed"}, {"maxDepth": {"a": 1}}, 400,
          "'maxDepth' is a map"),
-        ({"operation": "CREATE", "type": "wharf.queue", "name": "typed"}, {1: 5}, 400, "key of the body's map is a number"),
+        ({"operation": "CREATE", "type": "wharf.queue", "name": "typed"}, {1: 5}, 400, "key of the body's map is a long"),
         ({"operation": "CREATE", "type": "wharf.queue", "name": "typed"}, {"maxDepth": ulong(2 ** 64 - 1)}, 400,
          "larger than 9223372036854775807"),
         ({"operation": "QUERY", "entityType": "wharf.queue", "offset": ulong(2 ** 63)}, None, 400,
