@@ -25,8 +25,9 @@ inline std::string quoted(std::string_view s) {
 // C string on the way): its UTF-8 as it is, but each control character and
 // each byte that is not UTF-8 as \xNN. A NUL would cut the description
 // short, and bytes that are not UTF-8 would make a client that decodes the
-// string fail on what it sent us.
-inline std::string printable(std::string_view s) {
+// string fail on what it sent us. Longer than `max` bytes, it is cut (at
+// a character's start) and ends in "...".
+inline std::string printable(std::string_view s, size_t max = std::string_view::npos) {
     std::string out;
     out.reserve(s.size());
     auto escape = [&out](unsigned char c) {
@@ -44,6 +45,16 @@ inline std::string printable(std::string_view s) {
         if (good == s.size()) break;
         escape(static_cast<unsigned char>(s[good]));
         s.remove_prefix(good + 1);
+    }
+    if (out.size() > max) {
+        size_t cut = max;
+        while (cut > 0 && (static_cast<unsigned char>(out[cut]) & 0xc0) == 0x80) --cut;
+        // Nor inside an escape: a \xNN that would lose its end goes whole.
+        const size_t slash = out.rfind('\\', cut == 0 ? 0 : cut - 1);
+        if (slash != std::string::npos && slash + 4 > cut && slash + 1 < out.size() && out[slash + 1] == 'x')
+            cut = slash;
+        out.resize(cut);
+        out += "...";
     }
     return out;
 }

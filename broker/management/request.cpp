@@ -101,7 +101,7 @@ result<plugins::entity, error> read_properties(pn_data_t* d) {
         const std::string key(as_text(d));
         if (!pn_data_next(d)) break;
         auto v = scalar(d);
-        if (!v) return fail(bad("application property " + quoted(printable(key)) + " " + why_not_scalar(d)));
+        if (!v) return fail(bad("application property " + quoted(printable(key, 200)) + " " + why_not_scalar(d)));
         out[key] = std::move(*v);
     }
     pn_data_exit(d);
@@ -155,7 +155,14 @@ result<request, error> decode_request(std::string_view bytes) {
     // The answer is published to the reply-to: a name no queue can have
     // would lose it after the request ran.
     if (auto why = check_queue_name(r.reply_to))
-        return fail(bad("reply-to " + quoted(printable(r.reply_to)) + " cannot take the answer: " + *why));
+        return fail(bad("reply-to " + quoted(printable(r.reply_to, 200)) + " cannot take the answer: " + *why));
+    // Proton reads no section with a symbolic descriptor, where our scan
+    // does: its message would lack what the scan found (the reply-to, the
+    // id, the properties), and the answer would come from half a request.
+    const char* proton_reply_to = pn_message_get_reply_to(r.msg.get());
+    if (proton_reply_to == nullptr || r.reply_to != proton_reply_to)
+        return fail(error{errc::decode_error, "the request's sections could not all be read here (a section with a "
+                                              "symbolic descriptor?): send them with their numeric descriptors"});
     auto props = read_properties(pn_message_properties(r.msg.get()));
     if (!props) {
         r.problem = props.error();
@@ -198,7 +205,7 @@ result<request, error> decode_request(std::string_view bytes) {
                 } else {
                     // Dropped, a setting given in the wrong type would be
                     // answered as if it had not been sent.
-                    r.problem = bad("the argument " + quoted(printable(key)) + " " + why_not_scalar(body));
+                    r.problem = bad("the argument " + quoted(printable(key, 200)) + " " + why_not_scalar(body));
                     return r;
                 }
             }

@@ -2,6 +2,7 @@
 // Small helpers over Proton-C calls. Any thread that owns the object.
 
 #include "broker/common/errors.hpp"
+#include "broker/common/text.hpp"
 
 #include <proton/codec.h>
 #include <proton/condition.h>
@@ -17,9 +18,15 @@
 
 namespace wharf::server {
 
+// The description as AMQP carries it: UTF-8 (control characters and other
+// bytes escaped: it may quote what a peer sent, and a NUL would cut it
+// short) and at most max_condition_description bytes, so that the frame it
+// goes in (a disposition, a detach: neither can be split) fits any
+// client's max-frame-size of 2 KiB or more, whatever it quotes.
+inline constexpr size_t max_condition_description = 1024;
 inline void set_condition(pn_condition_t* c, errc code, std::string_view description) {
     const std::string name(to_condition(code));
-    const std::string desc(description);
+    const std::string desc = printable(description, max_condition_description);
     pn_condition_set_name(c, name.c_str());
     pn_condition_set_description(c, desc.c_str());
 }

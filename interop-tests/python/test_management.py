@@ -369,6 +369,17 @@ def test_a_reply_to_no_queue_can_have_is_refused_before_the_request_runs(wharfd,
         assert dlv.remote_state == Delivery.REJECTED and cond.name == "amqp:invalid-field", (raw, cond)
         assert "reply-to" in cond.description and why in cond.description, cond
     assert mgmt.call("READ", type="wharf.queue", name="victim")[0] == 200  # not deleted
+    # A long one is quoted in part: the rejection's frame (a disposition
+    # cannot be split) stays within the client's max-frame-size, where
+    # quoting it whole closed the client's connection with a framing error.
+    raw = b"\x01" * 60000
+    placeholder = b"~" * len(raw)
+    dlv = send_patched(mgmt, Message(properties=delete, reply_to=placeholder.decode()), placeholder, raw)
+    mgmt.conn.wait(lambda: dlv.remote_state != 0, timeout=10, msg="waiting for the outcome")
+    cond = dlv.remote.condition
+    assert dlv.remote_state == Delivery.REJECTED and cond.name == "amqp:invalid-field", cond
+    assert len(cond.description) <= 1024 + 3 and "..." in cond.description, len(cond.description)
+    assert mgmt.call("READ", type="wharf.queue", name="victim")[0] == 200  # the connection is up
 
 
 def test_a_name_that_is_not_utf8_is_answered_in_utf8(wharfd, mgmt):

@@ -48,6 +48,11 @@ TEST(names, printable_escapes_control_characters_and_bytes_that_are_not_utf8) {
     EXPECT_EQ(printable("a\x01\x7f\n"), "a\\x01\\x7f\\x0a");
     EXPECT_EQ(printable("\xc3"), "\\xc3") << "a sequence cut short";
     EXPECT_EQ(printable(""), "");
+    // Cut to a length, at a character's start.
+    EXPECT_EQ(printable(std::string(3000, '\x01'), 10), "\\x01\\x01...") << "not inside an escape";
+    EXPECT_EQ(printable(std::string(3000, '\x01'), 8), "\\x01\\x01...");
+    EXPECT_EQ(printable("ab\xc3\xa9", 3), "ab...") << "not inside the two bytes of \xc3\xa9";
+    EXPECT_EQ(printable("abc", 3), "abc");
 }
 
 } // namespace
