@@ -7,7 +7,8 @@
 namespace wharf::engine {
 
 bool consumer::selects(const queue_entry& e) const {
-    return selector == nullptr || selector->matches(e.body.bytes(), {.delivery_count = e.delivery_count, .expiry_ms = e.expiry_ms});
+    return selector == nullptr ||
+           selector->matches(e.body.bytes(), {.delivery_count = e.delivery_count, .expiry_ms = e.expiry_ms});
 }
 
 bool queue_entry::excludes(link_id l) const {
