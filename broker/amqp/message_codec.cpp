@@ -288,6 +288,8 @@ class section_reader : public value_cursor {
             const size_t at = pos();
             bool ok = true;
             switch (i) {
+            case 0: info.message_id_code = peek(); ok = skip_value(end, 1); break;
+            case 5: info.correlation_id_code = peek(); ok = skip_value(end, 1); break;
             case 2: ok = read_address("to", end, info.to); break;
             case 4: ok = read_address("reply-to", end, info.reply_to); break;
             case 8: {
@@ -360,6 +362,17 @@ void put_uint(uint32_t v, std::string& out) {
 void encode_header_fields(const header_fields& h, int fields, std::string& out);
 
 } // namespace
+
+bool is_message_id_code(uint8_t code) {
+    switch (code) {
+    case 0x40:                         // null
+    case 0x44: case 0x53: case 0x80:   // ulong
+    case 0x98:                         // uuid
+    case 0xa0: case 0xb0:              // binary
+    case 0xa1: case 0xb1: return true; // string
+    default: return false;
+    }
+}
 
 result<message_info, codec_error> scan_message(std::string_view bytes) {
     if (bytes.empty()) {

@@ -53,6 +53,12 @@ struct message_info {
     std::optional<std::string> to;                // properties.to (address)
     std::optional<std::string> reply_to;          // properties.reply-to
     std::optional<int64_t> absolute_expiry_ms;    // properties.absolute-expiry-time
+    // The format codes of properties.message-id and correlation-id, 0x40
+    // (null) when absent. The spec allows ulong, uuid, binary and string;
+    // the scan takes any type (a queue passes a message on as it came), and
+    // what needs an id of the allowed types checks with is_message_id_code.
+    uint8_t message_id_code = 0x40;
+    uint8_t correlation_id_code = 0x40;
     bool has_body = false;                        // at least one data/amqp-sequence/amqp-value
     // The message-annotations section's bytes: [annotations_at,
     // annotations_end). Without one, both are where it would go (after the
@@ -64,6 +70,10 @@ struct message_info {
     size_t properties_at = 0, properties_end = 0;
     size_t application_properties_at = 0, application_properties_end = 0;
 };
+
+// Whether `code` encodes a value of a type the spec allows for a message-id
+// or correlation-id (ulong, uuid, binary, string), or null.
+bool is_message_id_code(uint8_t code);
 
 // Reads `bytes` as one complete message. Every section is skipped over
 // structurally (so a malformed value anywhere is found), but only the header

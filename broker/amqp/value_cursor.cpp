@@ -69,6 +69,37 @@ const char* type_name(uint8_t code) {
     }
 }
 
+const char* type_family(uint8_t code) {
+    switch (code) {
+    case 0x00: return "described";
+    case 0x40: return "null";
+    case 0x41: case 0x42: case 0x56: return "boolean";
+    case 0x43: case 0x52: case 0x70: return "uint";
+    case 0x44: case 0x53: case 0x80: return "ulong";
+    case 0x45: case 0xc0: case 0xd0: return "list";
+    case 0x50: return "ubyte";
+    case 0x51: return "byte";
+    case 0x54: case 0x71: return "int";
+    case 0x55: case 0x81: return "long";
+    case 0x60: return "ushort";
+    case 0x61: return "short";
+    case 0x72: return "float";
+    case 0x73: return "char";
+    case 0x74: return "decimal32";
+    case 0x82: return "double";
+    case 0x83: return "timestamp";
+    case 0x84: return "decimal64";
+    case 0x94: return "decimal128";
+    case 0x98: return "uuid";
+    case 0xa0: case 0xb0: return "binary";
+    case 0xa1: case 0xb1: return "string";
+    case 0xa3: case 0xb3: return "symbol";
+    case 0xc1: case 0xd1: return "map";
+    case 0xe0: case 0xf0: return "array";
+    default: return "unknown";
+    }
+}
+
 std::string hex_byte(uint8_t b) {
     constexpr char digits[] = "0123456789abcdef";
     return {'0', 'x', digits[b >> 4], digits[b & 0xf]};

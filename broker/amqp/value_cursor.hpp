@@ -23,6 +23,9 @@ int fixed_width(uint8_t code);
 bool is_sized(uint8_t code);
 // "str8", "list32", ...; "unknown" for codes AMQP 1.0 does not define.
 const char* type_name(uint8_t code);
+// The AMQP type a code encodes, as the spec names it: "string" for str8
+// and str32, "ulong" for ulong0, smallulong and ulong, "described" ...
+const char* type_family(uint8_t code);
 // "str8 (0xa1)".
 std::string describe_code(uint8_t code);
 std::string hex_byte(uint8_t b);

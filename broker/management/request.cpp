@@ -1,6 +1,7 @@
 #include "broker/management/request.hpp"
 
 #include "broker/amqp/message_codec.hpp"
+#include "broker/amqp/value_cursor.hpp"
 #include "broker/common/text.hpp"
 
 #include <proton/codec.h>
@@ -163,6 +164,17 @@ result<request, error> decode_request(std::string_view bytes) {
     if (proton_reply_to == nullptr || r.reply_to != proton_reply_to)
         return fail(error{errc::decode_error, "the request's sections could not all be read here (a section with a "
                                               "symbolic descriptor?): send them with their numeric descriptors"});
+    // The answer's correlation-id is the request's message-id (else its
+    // correlation-id). Proton drops an id of a type AMQP does not allow, and
+    // the answer would then come back with none the client could match.
+    const bool by_message_id = info->message_id_code != 0x40;
+    const uint8_t id_code = by_message_id ? info->message_id_code : info->correlation_id_code;
+    if (!amqp::is_message_id_code(id_code)) {
+        r.problem = bad(std::string(by_message_id ? "message-id" : "correlation-id") + " is of type " +
+                        amqp::type_family(id_code) +
+                        ": AMQP allows a ulong, uuid, binary or string, and the answer could not carry it back");
+        return r;
+    }
     auto props = read_properties(pn_message_properties(r.msg.get()));
     if (!props) {
         r.problem = props.error();

@@ -395,6 +395,32 @@ def test_a_name_that_is_not_utf8_is_answered_in_utf8(wharfd, mgmt):
     assert "bad\\xff\\xfeq" in reply.properties["statusDescription"], reply.properties
 
 
+def test_an_id_of_a_type_amqp_does_not_allow_is_refused_before_the_request_runs(wharfd, mgmt):
+    # A symbol message-id (AMQP allows ulong, uuid, binary and string; the
+    # test turns a string's constructor into a symbol's): Proton's decoder
+    # drops it, so the answer would carry no correlation-id. The DELETE used
+    # to run and be answered so; now it is refused with a 400 that says
+    # why, and does not run.
+    fill(wharfd, "kept", 1)
+    delete = {"operation": "DELETE", "type": "wharf.queue", "name": "kept"}
+    for ids, field in (({"id": "sym-id"}, "message-id"), ({"correlation_id": "sym-id"}, "correlation-id")):
+        dlv = send_patched(mgmt, Message(reply_to=mgmt.reply_to, properties=delete, **ids),
+                           b"\xa1\x06sym-id", b"\xa3\x06sym-id")
+        mgmt.conn.wait(lambda: dlv.remote_state != 0, timeout=10, msg="waiting for the outcome")
+        assert dlv.remote_state == Delivery.ACCEPTED, dlv.remote_state  # taken, and answered
+        reply = mgmt.replies.receive(timeout=10)
+        mgmt.replies.accept()
+        assert reply.properties["statusCode"] == 400, reply.properties
+        assert field + " is of type symbol" in reply.properties["statusDescription"], reply.properties
+    assert mgmt.call("READ", type="wharf.queue", name="kept")[0] == 200  # not deleted
+    # A ulong message-id is allowed, and comes back as the correlation-id.
+    mgmt.sender.send(Message(id=7, reply_to=mgmt.reply_to, properties={"operation": "GET-MGMT-NODES",
+                                                                      "type": "org.amqp.management"}))
+    reply = mgmt.replies.receive(timeout=10)
+    mgmt.replies.accept()
+    assert reply.correlation_id == 7 and reply.properties["statusCode"] == 200, reply
+
+
 def test_an_empty_transfer_is_rejected_and_the_node_goes_on(mgmt):
     # No bytes at all: not a message. It used to abort wharfd (Proton's
     # decoder asserts on an empty buffer).

@@ -168,6 +168,8 @@ void expect_full_fields(const message_info& info) {
     EXPECT_EQ(info.to, "queue/orders");
     EXPECT_EQ(info.reply_to, "temp/reply-1");
     EXPECT_EQ(info.absolute_expiry_ms, 1700000000123);
+    EXPECT_EQ(info.message_id_code, 0x53); // smallulong 42
+    EXPECT_EQ(info.correlation_id_code, 0xa1);
     EXPECT_TRUE(info.has_body);
 }
 
@@ -335,6 +337,24 @@ TEST(message_codec_scan, properties_every_field) {
     EXPECT_EQ(info.to, "to-addr");
     EXPECT_EQ(info.reply_to, "reply-addr");
     EXPECT_EQ(info.absolute_expiry_ms, -5); // timestamps are signed
+    EXPECT_EQ(info.message_id_code, 0xa0);
+    EXPECT_EQ(info.correlation_id_code, 0x53);
+}
+
+TEST(message_codec_scan, ids_of_any_type_are_taken_and_their_types_told) {
+    // A queue passes any message-id on; what answers by it (management)
+    // asks is_message_id_code whether AMQP allows it.
+    const message_info info =
+        scan_ok(section(properties, list8({sym8("an-id"), bytes({0x40}), bytes({0x40}), bytes({0x40}),
+                                           bytes({0x40}), bytes({0x54, 3})})));
+    EXPECT_EQ(info.message_id_code, 0xa3);
+    EXPECT_EQ(info.correlation_id_code, 0x54);
+    EXPECT_FALSE(is_message_id_code(info.message_id_code));
+    EXPECT_FALSE(is_message_id_code(info.correlation_id_code));
+    EXPECT_EQ(scan_ok(section(properties, list8({}))).message_id_code, 0x40); // absent: null
+    for (uint8_t ok : {0x40, 0x44, 0x53, 0x80, 0x98, 0xa0, 0xb0, 0xa1, 0xb1}) EXPECT_TRUE(is_message_id_code(ok)) << +ok;
+    for (uint8_t no : {0x00, 0x41, 0x52, 0x54, 0x71, 0x81, 0x83, 0xa3, 0xb3, 0xc0, 0xc1, 0xe0})
+        EXPECT_FALSE(is_message_id_code(no)) << +no;
 }
 
 TEST(message_codec_scan, every_primitive_and_compound_type_in_a_value) {
