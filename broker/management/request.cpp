@@ -6,7 +6,6 @@
 
 #include <proton/codec.h>
 
-#include <charconv>
 #include <cstdint>
 
 namespace wharf::management {
@@ -19,17 +18,7 @@ std::string_view as_text(pn_data_t* d) {
 }
 bool is_text(pn_data_t* d) { return pn_data_type(d) == PN_STRING || pn_data_type(d) == PN_SYMBOL; }
 
-// Shortest text that reads back as the same float or double ("0.1", "1e-05").
-template <class F> std::string decimal_text(F v) {
-    char buf[64];
-    auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
-    return ec == std::errc{} ? std::string(buf, end) : std::string("nan");
-}
-
 // A scalar AMQP value as an attribute value; nullopt for lists, maps, ...
-// Attribute values have no floating-point type: a float or double arrives
-// as its decimal text, for the operation to parse (not dropped, so that
-// e.g. a weight of 0.5 is not silently ignored).
 std::optional<plugins::attribute_value> scalar(pn_data_t* d) {
     switch (pn_data_type(d)) {
     case PN_NULL: return plugins::attribute_value{};
@@ -44,8 +33,8 @@ std::optional<plugins::attribute_value> scalar(pn_data_t* d) {
         if (pn_data_get_ulong(d) > static_cast<uint64_t>(INT64_MAX)) return std::nullopt; // see why_not_scalar
         return plugins::attribute_value{static_cast<int64_t>(pn_data_get_ulong(d))};
     case PN_LONG: return plugins::attribute_value{static_cast<int64_t>(pn_data_get_long(d))};
-    case PN_FLOAT: return plugins::attribute_value{decimal_text(pn_data_get_float(d))};
-    case PN_DOUBLE: return plugins::attribute_value{decimal_text(pn_data_get_double(d))};
+    case PN_FLOAT: return plugins::attribute_value{static_cast<double>(pn_data_get_float(d))};
+    case PN_DOUBLE: return plugins::attribute_value{pn_data_get_double(d)};
     case PN_STRING:
     case PN_SYMBOL: return plugins::attribute_value{std::string(as_text(d))};
     default: return std::nullopt;
@@ -120,6 +109,7 @@ void put_value(pn_data_t* d, const plugins::attribute_value& v) {
     if (std::holds_alternative<std::monostate>(v)) pn_data_put_null(d);
     else if (auto* b = std::get_if<bool>(&v)) pn_data_put_bool(d, *b);
     else if (auto* i = std::get_if<int64_t>(&v)) pn_data_put_long(d, *i);
+    else if (auto* x = std::get_if<double>(&v)) pn_data_put_double(d, *x);
     else {
         const auto& s = std::get<std::string>(v);
         pn_data_put_string(d, pn_bytes(s.size(), s.data()));

@@ -145,6 +145,13 @@ def malformed_requests():
         ({"operation": "READ", "type": 12, "name": "x"}, None, 400, "'type' must be a string"),
         ({"operation": "READ", "type": "wharf.queue", "name": 5}, None, 400, "'name' must be a string"),
         ({"operation": "GET-TYPES", "entityType": 3}, None, 400, "'entityType' must be a string"),
+        # A floating-point number where text goes is refused, not read as
+        # its decimal text (a queue "1.5" used to be read, or dead-lettered to).
+        ({"operation": "READ", "type": "wharf.queue", "name": 1.5}, None, 400, "'name' must be a string"),
+        ({"operation": "UPDATE", "type": "wharf.queue", "name": "x"}, {"deadLetterAddress": 1.5}, 400,
+         "'deadLetterAddress' must be a queue name"),
+        ({"operation": "CREATE", "type": "wharf.queue", "name": "y"}, {"overflow": 2.0}, 400, "overflow"),
+        ({"operation": "UPDATE", "type": "wharf.queue", "name": "x"}, {"maxDepth": 3.0}, 400, "maxDepth"),
         # A setting of a type no setting has is refused, not dropped (it used
         # to be answered 201 with the default, as if it had not been sent).
         ({"operation": "CREATE", "type": "wharf.queue", "name": "typed"}, {"maxDepth": [5]}, 400,

@@ -137,8 +137,11 @@ using timer_id = uint64_t;
 struct queue_settings; // plugins/api/queue_settings.hpp
 
 // AMQP management (the broker's $management node serves these): one entity
-// is a map of attribute name to value.
-using attribute_value = std::variant<std::monostate, bool, int64_t, std::string>;
+// is a map of attribute name to value. A floating-point number (AMQP float
+// or double) is a double: an operation that takes a number in decimals
+// takes it, and one that takes text refuses it rather than read "1.5" as
+// a name.
+using attribute_value = std::variant<std::monostate, bool, int64_t, std::string, double>;
 using entity = std::map<std::string, attribute_value>;
 
 // A kind of entity a plugin manages, e.g. "wharf.owner": the broker

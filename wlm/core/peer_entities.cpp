@@ -22,6 +22,7 @@ attribute_value attribute_of(const mgmt::datum& d) {
     if (auto* b = std::get_if<bool>(&d.v)) return *b;
     if (auto i = d.as_int()) return *i;
     if (auto* s = d.as_string()) return *s;
+    if (auto* x = std::get_if<double>(&d.v)) return *x;
     return mgmt::to_json(d);
 }
 
@@ -146,6 +147,7 @@ result<entity, error> peer_entities::invoke(std::string_view op, std::string_vie
         if (auto* s = std::get_if<std::string>(&v)) body[k] = *s;
         else if (auto* i = std::get_if<int64_t>(&v)) body[k] = *i;
         else if (auto* b = std::get_if<bool>(&v)) body[k] = *b;
+        else if (auto* x = std::get_if<double>(&v)) body[k] = *x;
     }
     for (const auto& [k, v] : props) body.erase(k);
     for (const char* k : {"wharf:scope", "identity", "entityType"}) body.erase(k);

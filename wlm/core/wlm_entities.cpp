@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <optional>
 #include <set>
 
@@ -324,8 +325,7 @@ entity placement_entity(const placement_settings& s) {
     return e;
 }
 
-// A weight argument: a whole number, or a decimal number as text (how a
-// floating-point number arrives).
+// A weight argument: a number, or a decimal number as text.
 result<double, error> weight_arg(const char* name, const plugins::attribute_value& v) {
     const auto bad = [&](const std::string& why) {
         return fail(error{errc::invalid_field, std::string("'") + name + "': " + why});
@@ -333,6 +333,10 @@ result<double, error> weight_arg(const char* name, const plugins::attribute_valu
     if (auto* i = std::get_if<int64_t>(&v)) {
         if (*i < 0) return bad(std::to_string(*i) + " is not a number >= 0");
         return static_cast<double>(*i);
+    }
+    if (auto* x = std::get_if<double>(&v)) {
+        if (!std::isfinite(*x) || *x < 0) return bad(format_score(*x) + " is not a finite number >= 0");
+        return *x;
     }
     if (auto* t = std::get_if<std::string>(&v)) {
         auto w = parse_weight(*t);

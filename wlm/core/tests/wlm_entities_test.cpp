@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 namespace wharf::wlm {
 namespace {
 
@@ -187,12 +189,19 @@ TEST_F(wlm_entities_test, placement_shows_the_weights_and_update_changes_them_fo
     ASSERT_TRUE(placement.invoke("UPDATE", "placement", {{"policy", std::string("round-robin")}}));
     EXPECT_EQ(text(placement.query()->front(), "weightQueues"), "3.0");
     EXPECT_EQ(text(placement.query()->front(), "policy"), "round-robin");
+    // A floating-point number (an AMQP double) is a weight as its text is.
+    auto doubled = placement.invoke("UPDATE", "placement", {{"weightConnections", 0.25}});
+    ASSERT_TRUE(doubled) << doubled.error().description;
+    EXPECT_EQ(text(*doubled, "weightConnections"), "0.25");
 
     for (const auto& [attr, bad] : std::vector<std::pair<std::string, plugins::attribute_value>>{
              {"weightConnections", std::string("-1")},
              {"weightMessages", std::string("lots")},
              {"weightQueues", int64_t{-2}},
-             {"weightMessageRate", true}}) {
+             {"weightMessageRate", true},
+             {"weightMessages", -0.5},
+             {"weightQueues", std::numeric_limits<double>::infinity()},
+             {"weightConnections", std::numeric_limits<double>::quiet_NaN()}}) {
         auto r = placement.invoke("UPDATE", "placement", {{attr, bad}});
         ASSERT_FALSE(r) << attr;
         EXPECT_EQ(r.error().code, errc::invalid_field);
