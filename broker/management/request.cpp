@@ -6,6 +6,7 @@
 
 #include <proton/codec.h>
 
+#include <charconv>
 #include <cstdint>
 
 namespace wharf::management {
@@ -17,6 +18,16 @@ std::string_view as_text(pn_data_t* d) {
     return {b.start, b.size};
 }
 bool is_text(pn_data_t* d) { return pn_data_type(d) == PN_STRING || pn_data_type(d) == PN_SYMBOL; }
+
+// A float as the double its shortest decimal text reads as: 0.1f is 0.1,
+// not 0.10000000149011612 (what the sender wrote, not its binary rounding).
+double float_as_written(float v) {
+    char buf[32];
+    auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+    double out = v;
+    if (ec == std::errc{}) std::from_chars(buf, end, out);
+    return out;
+}
 
 // A scalar AMQP value as an attribute value; nullopt for lists, maps, ...
 std::optional<plugins::attribute_value> scalar(pn_data_t* d) {
@@ -33,7 +44,7 @@ std::optional<plugins::attribute_value> scalar(pn_data_t* d) {
         if (pn_data_get_ulong(d) > static_cast<uint64_t>(INT64_MAX)) return std::nullopt; // see why_not_scalar
         return plugins::attribute_value{static_cast<int64_t>(pn_data_get_ulong(d))};
     case PN_LONG: return plugins::attribute_value{static_cast<int64_t>(pn_data_get_long(d))};
-    case PN_FLOAT: return plugins::attribute_value{static_cast<double>(pn_data_get_float(d))};
+    case PN_FLOAT: return plugins::attribute_value{float_as_written(pn_data_get_float(d))};
     case PN_DOUBLE: return plugins::attribute_value{pn_data_get_double(d)};
     case PN_STRING:
     case PN_SYMBOL: return plugins::attribute_value{std::string(as_text(d))};

@@ -5,7 +5,7 @@ import collections
 import time
 
 import pytest
-from proton import Message
+from proton import Message, float32
 
 from cluster_util import Cluster, connect
 from mgmt_client import Mgmt
@@ -182,6 +182,13 @@ def test_placement_weights_are_read_and_changed_and_every_node_places_with_them(
         assert status == 200, (status, desc)
         assert (body["weightQueues"], body["weightMessages"], body["weightsSource"]) == ("1000.0", "0.5", "management")
         assert body["weightConnections"] == "0.1"  # not given: kept
+        # An AMQP float is the number its sender wrote (0.3, not the
+        # 0.30000001192092896 its binary form is), and a negative one is refused.
+        status, desc, body = m1.call("UPDATE", type="placement", name="placement",
+                                     body={"weightMessageRate": float32(0.3)})
+        assert status == 200 and body["weightMessageRate"] == "0.3", (status, desc, body)
+        status, desc, _ = m1.call("UPDATE", type="placement", name="placement", body={"weightQueues": -2.5})
+        assert status == 400 and "weightQueues" in desc and "-2.5" in desc, (status, desc)
 
         # n3 places with the new weights: n1's one queue now scores over 1000.
         probes = iter(range(1000))
