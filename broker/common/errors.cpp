@@ -8,6 +8,7 @@ std::string_view to_condition(errc code) {
     case errc::not_allowed: return "amqp:not-allowed";
     case errc::resource_limit_exceeded: return "amqp:resource-limit-exceeded";
     case errc::message_size_exceeded: return "amqp:link:message-size-exceeded";
+    case errc::transfer_limit_exceeded: return "amqp:link:transfer-limit-exceeded";
     case errc::decode_error: return "amqp:decode-error";
     case errc::invalid_field: return "amqp:invalid-field";
     case errc::not_implemented: return "amqp:not-implemented";

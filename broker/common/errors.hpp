@@ -13,6 +13,7 @@ enum class errc {
     not_allowed,             // an operation the node does not permit here
     resource_limit_exceeded, // queue full (reject policy), too many connections
     message_size_exceeded,   // larger than the link's max-message-size
+    transfer_limit_exceeded, // a transfer beyond the link's credit
     decode_error,            // the bytes of a message are not valid AMQP
     invalid_field,           // a field with a value the node cannot accept
     not_implemented,         // a feature the node does not offer

@@ -279,6 +279,7 @@ reply error_reply(const error& e) {
     case errc::not_allowed: status = 403; break;
     case errc::not_implemented: status = 501; break;
     case errc::resource_limit_exceeded:
+    case errc::transfer_limit_exceeded:
     case errc::detach_forced:
     case errc::redirect:
     case errc::connection_forced:

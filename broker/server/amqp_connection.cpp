@@ -171,7 +171,7 @@ void amqp_connection::handle_event(pn_event_t* e) {
     case PN_DELIVERY: {
         pn_delivery_t* d = pn_event_delivery(e);
         link_ctx* lc = ctx_of(pn_delivery_link(d));
-        if (lc == nullptr) break;
+        if (lc == nullptr || !transfer_allowed(*lc, d)) break;
         if (lc->relayed) {
             if (lc->consumer) relay_disposition(*lc, d);
             else relay_incoming(*lc, d);

@@ -290,8 +290,14 @@ class amqp_connection final : public connection_base {
     // allow (after their outcome was applied without them).
     void end_for_bad_annotations(link_ctx& lc, const amqp::codec_error& why);
     bool gather(link_ctx& lc, pn_delivery_t* d, uint64_t max);
-    // Ends a producer's link from this side with a condition.
-    void end_producer(link_ctx& lc, errc code, const std::string& description);
+    // A transfer the peer had no right to send ends its link (false).
+    bool transfer_allowed(link_ctx& lc, pn_delivery_t* d);
+    // Whether a delivery of the peer's sits on a link where this node is
+    // the sender; if so (true) the connection is closed, and nothing may be
+    // sent on the link.
+    bool foreign_delivery(link_ctx& lc);
+    // Ends a link from this side with a condition.
+    void end_link(link_ctx& lc, errc code, const std::string& description);
     // A pre-settled message the node could not take (see link_events.cpp).
     void refuse_presettled(link_ctx& lc, const error& err);
     void flush_link(link_ctx& lc);

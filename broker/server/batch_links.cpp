@@ -53,7 +53,7 @@ void amqp_connection::on_batch(link_ctx& lc, pn_delivery_t* d) {
         // producer stalls.
         if (presettled) pn_delivery_settle(d);
         else reject_now(d, errc::decode_error, "relay batch is malformed");
-        end_producer(lc, errc::decode_error, "relay batch is malformed: the link's message count is lost");
+        end_link(lc, errc::decode_error, "relay batch is malformed: the link's message count is lost");
         return;
     }
     if (too_big) {

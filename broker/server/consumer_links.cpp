@@ -16,6 +16,7 @@ namespace wharf::server {
 void amqp_connection::handle(engine::ev_deliver& ev) {
     link_ctx* lc = find(ev.link);
     if (lc == nullptr || lc->closed || lc->link == nullptr) return; // released on detach
+    if (foreign_delivery(*lc)) return;                             // ended: released on the detach
     if (lc->batch != 0) return batch_deliver(*lc, ev);
     pn_link_t* l = lc->link;
     if (pn_link_credit(l) <= 0 || !lc->held.empty()) {
@@ -34,6 +35,7 @@ void amqp_connection::handle(engine::ev_deliver& ev) {
 }
 
 void amqp_connection::send_held(link_ctx& lc) {
+    if (foreign_delivery(lc)) return;
     while (!lc.held.empty() && lc.link != nullptr && pn_link_credit(lc.link) > 0) {
         send_delivery(lc, lc.held.front());
         lc.held.pop_front();

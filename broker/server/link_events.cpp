@@ -291,7 +291,7 @@ void amqp_connection::detach_link(link_ctx& lc, bool answered) {
     lc.producer_share.release();
 }
 
-void amqp_connection::end_producer(link_ctx& lc, errc code, const std::string& description) {
+void amqp_connection::end_link(link_ctx& lc, errc code, const std::string& description) {
     if (lc.closed || lc.link == nullptr) return;
     pn_link_t* l = lc.link;
     detach_link(lc);
@@ -307,7 +307,7 @@ void amqp_connection::end_producer(link_ctx& lc, errc code, const std::string& d
 // the node logs its first refusal, then each time the count doubles.
 void amqp_connection::refuse_presettled(link_ctx& lc, const error& err) {
     if (!lc.anonymous) {
-        end_producer(lc, err.code, "a pre-settled message was refused: " + err.description);
+        end_link(lc, err.code, "a pre-settled message was refused: " + err.description);
         return;
     }
     const uint64_t n = ++lc.presettled_refused;

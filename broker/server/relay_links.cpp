@@ -180,6 +180,7 @@ void amqp_connection::relay_send(link_ctx& lc, relay::message& m) {
 }
 
 void amqp_connection::relay_send_held(link_ctx& lc) {
+    if (foreign_delivery(lc)) return; // what it held is answered unsent at the detach
     while (!lc.relay_held.empty() && pn_link_credit(lc.link) > 0) {
         relay_send(lc, lc.relay_held.front());
         lc.relay_held.pop_front();
@@ -422,6 +423,13 @@ void amqp_connection::handle(relay::message& m) {
             // Larger than the client takes: back to the owner's queue, for
             // its other consumers (see send_delivery).
             relay_back(*lc, m.id, engine::outcome_kind::too_large);
+            break;
+        }
+        if (pn_link_current(l) != nullptr) {
+            // A delivery of the client's on it (transfer_checks.cpp): the
+            // link ends, and the owner hears this one was never sent.
+            if (lc->owner_acks && m.settled) lc->relay_held.push_back(std::move(m));
+            foreign_delivery(*lc);
             break;
         }
         if (lc->owner_acks && m.settled && (pn_link_credit(l) <= 0 || !lc->relay_held.empty())) {

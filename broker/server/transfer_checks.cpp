@@ -1,0 +1,58 @@
+// amqp_connection: transfers a peer had no right to send. Proton takes
+// both kinds below without a word, so the node checks them itself:
+// - beyond the credit the node gave: the link's producer could otherwise
+//   make the node hold any number of messages (a full queue's "block"
+//   policy holds a producer's credit back, not what it sends anyway);
+// - on a link where the node is the sender (the client attached as
+//   receiver): Proton makes such a delivery the link's current one, and
+//   the node's next message would be written into it, under the client's
+//   tag. Nothing more is sent on the link, and the connection is closed:
+//   Proton would never send the link's detach (it waits to send the
+//   client's delivery as if it were the node's), and settling that
+//   delivery would send the client's bytes back to it.
+
+#include "broker/server/amqp_connection.hpp"
+#include "broker/server/pn_util.hpp"
+
+#include <proton/delivery.h>
+#include <proton/link.h>
+
+#include <string>
+
+namespace wharf::server {
+
+bool amqp_connection::transfer_allowed(link_ctx& lc, pn_delivery_t* d) {
+    pn_link_t* l = lc.link;
+    if (l == nullptr || lc.closed) return true;
+    if (pn_link_is_sender(l)) {
+        // The node's own deliveries are never current once sent (each is
+        // advanced at once); a relay's batch in progress is the exception.
+        if (pn_link_current(l) != d || d == lc.out) return true;
+        foreign_delivery(lc);
+        return false;
+    }
+    // Proton counts a delivery against the link's credit as it arrives;
+    // the node never takes credit back, so below zero the peer sent more
+    // than it was given.
+    if (pn_link_remote_credit(l) >= 0) return true;
+    end_link(lc, errc::transfer_limit_exceeded,
+             std::string("a transfer came on link '") + pn_link_name(l) +
+                 "' beyond the credit this node gave it: wait for credit (a flow frame) before sending");
+    return false;
+}
+
+bool amqp_connection::foreign_delivery(link_ctx& lc) {
+    pn_link_t* l = lc.link;
+    if (l == nullptr || lc.closed) return false;
+    pn_delivery_t* current = pn_link_current(l);
+    if (current == nullptr || current == lc.out) return false;
+    const std::string why = std::string("a transfer came on link '") + pn_link_name(l) +
+                            "', where this node is the sender (the link was attached as a receiver): a receiver "
+                            "sends no messages";
+    detach_link(lc); // what the node sent on it goes back to the queue, as on any detach
+    set_condition(pn_connection_condition(conn_), errc::not_allowed, why);
+    pn_connection_close(conn_);
+    return true;
+}
+
+} // namespace wharf::server
