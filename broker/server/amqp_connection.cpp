@@ -77,6 +77,46 @@ void amqp_connection::refuse(errc code, std::string description) {
     refuse_description_ = std::move(description);
 }
 
+void amqp_connection::open_within(std::chrono::milliseconds within) {
+    open_within_ = within;
+    open_deadline_ = std::chrono::steady_clock::now() + within;
+}
+
+// At the tick, under the server's table lock (so conn_ is alive).
+void amqp_connection::check_open_deadline() {
+    if (opened_.load(std::memory_order_relaxed) || open_overdue_.load(std::memory_order_relaxed)) return;
+    if (std::chrono::steady_clock::now() < open_deadline_) return;
+    open_overdue_.store(true, std::memory_order_relaxed);
+    wake_connection(conn_);
+}
+
+// Without an open there is nothing to send a close on (the client may not
+// even have sent the protocol header): the transport is ended, with its
+// condition set for the log, and the socket closed.
+void amqp_connection::drop_unopened() {
+    open_dropped_ = true;
+    pn_transport_t* t = pn_connection_transport(conn_);
+    if (t == nullptr) return;
+    spdlog::info("{}: a connection sent no AMQP open within {} ms of connecting: dropped", settings_.node_id,
+                 open_within_.count());
+    set_condition(pn_transport_condition(t), errc::resource_limit_exceeded,
+                  "no AMQP open within " + std::to_string(open_within_.count()) + " ms of connecting");
+    pn_transport_close_tail(t);
+    pn_transport_close_head(t);
+}
+
+bool amqp_connection::refuse_idle_timeout() {
+    pn_transport_t* t = pn_connection_transport(conn_);
+    const pn_millis_t theirs = t != nullptr ? pn_transport_get_remote_idle_timeout(t) : 0;
+    if (theirs == 0 || theirs >= min_peer_idle_timeout_ms) return false;
+    set_condition(pn_connection_condition(conn_), errc::invalid_field,
+                  "idle-time-out " + std::to_string(theirs) + " ms is shorter than this node can keep (it would send " +
+                      "a heartbeat every " + std::to_string(theirs / 2) + " ms): ask for at least " +
+                      std::to_string(min_peer_idle_timeout_ms) + " ms, or 0 for none");
+    pn_connection_close(conn_);
+    return true;
+}
+
 void amqp_connection::request_shutdown() {
     shutdown_requested_.store(true, std::memory_order_release);
     // Safe from any thread until the connection is freed; the server holds its
@@ -119,6 +159,7 @@ void amqp_connection::on_event(pn_event_t* e) {
 void amqp_connection::handle_event(pn_event_t* e) {
     switch (pn_event_type(e)) {
     case PN_CONNECTION_REMOTE_OPEN: {
+        opened_.store(true, std::memory_order_relaxed);
         pn_connection_set_container(conn_, settings_.node_id.c_str());
         pn_data_t* caps = pn_connection_offered_capabilities(conn_);
         pn_data_clear(caps);
@@ -127,6 +168,10 @@ void amqp_connection::handle_event(pn_event_t* e) {
         pn_data_put_symbol(caps, pn_bytes(15, "ANONYMOUS-RELAY"));
         pn_data_exit(caps);
         pn_connection_open(conn_);
+        if (!refused_ && refuse_idle_timeout()) {
+            refused_ = true; // no session or link is taken
+            break;
+        }
         if (refused_) {
             set_condition(pn_connection_condition(conn_), refuse_code_, refuse_description_);
             pn_connection_close(conn_);
@@ -213,6 +258,9 @@ void amqp_connection::on_transport_closed() {
 }
 
 void amqp_connection::end_batch() {
+    if (open_overdue_.load(std::memory_order_relaxed) && !opened_.load(std::memory_order_relaxed) &&
+        !open_dropped_ && !finished_)
+        drop_unopened();
     if (shutdown_requested_.load(std::memory_order_acquire) && !shutdown_done_ && !finished_) {
         shutdown_done_ = true;
         std::string why;

@@ -97,6 +97,14 @@ class amqp_connection final : public connection_base {
     void request_shutdown() override;
     // Any thread: close with amqp:connection:forced and this description.
     void request_close(std::string description);
+    // Before the connection runs: a client that has not sent its AMQP open
+    // `within` after connecting is dropped (a socket that sends nothing, or
+    // half a header, would hold a connection slot for good).
+    void open_within(std::chrono::milliseconds within);
+    // The shortest idle-time-out the node takes from a client: it sends
+    // heartbeats at half the client's, and Proton rounds 1 ms down to 0 ms,
+    // sending them without pause.
+    static constexpr uint32_t min_peer_idle_timeout_ms = 100;
     // Any thread, at the server's tick (once a second, or every few
     // milliseconds while some connection's producers wait for credit).
     void on_tick() override;
@@ -404,6 +412,16 @@ class amqp_connection final : public connection_base {
     errc refuse_code_ = errc::resource_limit_exceeded;
     std::string refuse_description_;
     std::atomic<bool> shutdown_requested_{false};
+    std::chrono::steady_clock::time_point open_deadline_ = std::chrono::steady_clock::time_point::max();
+    std::chrono::milliseconds open_within_{0};
+    std::atomic<bool> opened_{false};       // the client's open came
+    std::atomic<bool> open_overdue_{false}; // on_tick() found it late: end_batch() drops the connection
+    bool open_dropped_ = false;
+    void drop_unopened();
+    void check_open_deadline();
+    // Whether the client's idle-time-out is one the node can keep (else the
+    // connection is closed saying so).
+    bool refuse_idle_timeout();
     // management's view, updated a link at a time as links come and go (a
     // whole rebuild per batch cost O(links) each time: O(n^2) for a client
     // attaching thousands of links on one connection)

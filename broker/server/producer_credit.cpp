@@ -52,6 +52,7 @@ void amqp_connection::serve_credit_line() {
 }
 
 void amqp_connection::on_tick() {
+    check_open_deadline();
     if (!pool_line_.load(std::memory_order_relaxed)) return;
     tick_due_.store(true, std::memory_order_relaxed);
     wake_connection(conn_); // safe: the server holds its table lock (see request_shutdown)

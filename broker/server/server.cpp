@@ -268,6 +268,10 @@ void server::accept(listener_ctx& lc) {
     pn_transport_set_idle_timeout(t, static_cast<pn_millis_t>(lc.cfg.idle_timeout.count()));
 
     auto conn = std::make_unique<amqp_connection>(pc, settings_, engine_, link_ids_);
+    // The AMQP open must come within the idle-timeout (a minute when there
+    // is none): until then Proton keeps no time-out of its own.
+    const auto idle = lc.cfg.idle_timeout;
+    conn->open_within(idle.count() > 0 ? idle : std::chrono::milliseconds(60000));
     const size_t n = connection_count_.fetch_add(1) + 1;
     if (stopping_.load()) {
         conn->refuse(errc::connection_forced, "the node " + cfg_.node_id + " is shutting down");

@@ -112,12 +112,14 @@ class RawConnection:
     def named(self, name):
         return [f for f in self.frames if f.name == name]
 
-    def open(self, idle_timeout_ms=None):
+    def open(self, idle_timeout_ms=None, session=True):
         fields = ["raw-amqp", None, None, None]
         if idle_timeout_ms is not None:
             fields.append(uint(idle_timeout_ms))
         self.send(AMQP_HEADER + frame(OPEN, fields))
         assert self.wait_for("open"), self.frames
+        if not session:
+            return
         self.send(frame(BEGIN, [None, uint(0), uint(2048), uint(2048)]))
         assert self.wait_for("begin"), self.frames
 

@@ -88,3 +88,44 @@ def test_a_transfer_on_a_receivers_link_closes_the_connection_and_nothing_is_los
     # Both messages are still there, once each, and nothing else.
     assert sorted(take_all(c, "kept")) == ["m1", "m2"]
     c.close()
+
+
+def test_connections_that_never_open_are_dropped_and_free_their_slots(make_wharfd):
+    # A socket that sends nothing, half a header, or the SASL header alone
+    # used to hold a connection slot for good: three of them locked every
+    # client out of a node with max-connections 3.
+    import socket
+    import time
+    node = make_wharfd("--max-connections", "3", "--idle-timeout", "1")
+    socks = []
+    for data in (b"", b"AMQ", b"AMQP\x03\x01\x00\x00"):
+        s = socket.create_connection(("127.0.0.1", node.port), timeout=10)
+        if data:
+            s.sendall(data)
+        socks.append(s)
+    deadline = time.monotonic() + 10
+    for s in socks:  # each is closed by the node (at most a tick after its second)
+        s.settimeout(max(0.1, deadline - time.monotonic()))
+        while s.recv(4096):
+            pass
+        s.close()
+    assert send_and_take(node.url, "after", ["in"]) == ["in"]
+
+
+def test_an_idle_timeout_too_short_to_keep_is_refused_with_a_reason(wharfd):
+    # A client asking for 1 ms: the node sent heartbeats without pause (a
+    # whole core, and the other clients slowed) for as long as it stayed.
+    raw = RawConnection(wharfd.port)
+    raw.open(idle_timeout_ms=1, session=False)
+    close = raw.wait_for("close")
+    assert close is not None, raw.frames
+    name, description = close.condition()
+    assert name == "amqp:invalid-field", close
+    assert "idle-time-out 1 ms" in description and "at least 100 ms" in description, description
+    assert len(raw.named("empty")) < 100, len(raw.named("empty"))  # heartbeats
+    raw.close()
+    ok = RawConnection(wharfd.port)
+    ok.open(idle_timeout_ms=100)  # the shortest it keeps
+    ok.attach("kept-alive", role_receiver=False)
+    assert ok.wait_for("close", seconds=1) is None, ok.frames
+    ok.close()
