@@ -208,7 +208,7 @@ void amqp_connection::handle_event(pn_event_t* e) {
         on_link_close(pn_event_link(e), false);
         break;
     case PN_LINK_FLOW:
-        on_link_flow(pn_event_link(e));
+        if (credit_countable(pn_event_link(e))) on_link_flow(pn_event_link(e));
         break;
     case PN_LINK_FINAL:
         forget_link(pn_event_link(e));

@@ -298,6 +298,8 @@ class amqp_connection final : public connection_base {
     // allow (after their outcome was applied without them).
     void end_for_bad_annotations(link_ctx& lc, const amqp::codec_error& why);
     bool gather(link_ctx& lc, pn_delivery_t* d, uint64_t max);
+    // A consumer's credit of 2^31 or more ends its link (false).
+    bool credit_countable(pn_link_t* l);
     // A transfer the peer had no right to send ends its link (false).
     bool transfer_allowed(link_ctx& lc, pn_delivery_t* d);
     // Whether a delivery of the peer's sits on a link where this node is

@@ -41,6 +41,24 @@ bool amqp_connection::transfer_allowed(link_ctx& lc, pn_delivery_t* d) {
     return false;
 }
 
+// Proton keeps a link's credit in a signed 32-bit int: a client that grants
+// 2^31 or more (a legal uint) leaves it negative, and the node would send
+// nothing and never answer a drain. The node sends a plain consumer nothing
+// beyond its credit, so any negative credit there is such a grant; a
+// relaying node may have sent a few of the owner's messages beyond it
+// (the client lowered its credit meanwhile), so there only a credit far
+// below zero is taken for one.
+bool amqp_connection::credit_countable(pn_link_t* l) {
+    link_ctx* lc = ctx_of(l);
+    if (lc == nullptr || !lc->consumer || lc->closed || lc->batch != 0 || lc->credits) return true;
+    const int credit = pn_link_credit(l);
+    if (credit >= (lc->relayed ? -(1 << 24) : 0)) return true;
+    end_link(*lc, errc::invalid_field,
+             std::string("the link-credit granted on link '") + pn_link_name(l) +
+                 "' is 2147483648 or more, which this node cannot count: grant at most 2147483647");
+    return false;
+}
+
 bool amqp_connection::foreign_delivery(link_ctx& lc) {
     pn_link_t* l = lc.link;
     if (l == nullptr || lc.closed) return false;

@@ -129,3 +129,25 @@ def test_an_idle_timeout_too_short_to_keep_is_refused_with_a_reason(wharfd):
     ok.attach("kept-alive", role_receiver=False)
     assert ok.wait_for("close", seconds=1) is None, ok.frames
     ok.close()
+
+
+def test_a_credit_of_2_to_the_31_or_more_ends_the_link_with_a_reason(wharfd):
+    # A legal uint that Proton keeps in a signed int: the consumer got no
+    # messages and no answer to its drain, and waited for good.
+    send_and_take(wharfd.url, "counted", [])
+    for credit in (0x80000000, 0xFFFFFFFF):
+        raw = RawConnection(wharfd.port)
+        raw.open()
+        raw.attach("counted", role_receiver=True)
+        raw.flow(0, 0, credit)
+        detach = raw.wait_for("detach")
+        assert detach is not None, raw.frames
+        name, description = detach.condition()
+        assert name == "amqp:invalid-field" and "at most 2147483647" in description, detach
+        raw.close()
+    raw = RawConnection(wharfd.port)
+    raw.open()
+    raw.attach("counted", role_receiver=True)
+    raw.flow(0, 0, 0x7FFFFFFF)  # the most it counts: taken
+    assert raw.wait_for("detach", seconds=1) is None, raw.frames
+    raw.close()
