@@ -172,11 +172,13 @@ void server::worker() {
         }
         if (conn != nullptr && conn->finished()) finish(conn);
         pn_proactor_done(proactor_, batch);
-        if (finished) {
-            done_.store(true);
-            for (unsigned i = 1; i < threads_; ++i) pn_proactor_interrupt(proactor_);
-        }
+        if (finished) done_.store(true);
     }
+    // Wake the next worker, which wakes the one after it as it leaves.
+    // Proton's interrupts do not add up: interrupting once per worker here
+    // woke only one of those asleep, and a node with three or more workers
+    // never stopped.
+    pn_proactor_interrupt(proactor_);
 }
 
 // Returns false when the proactor has nothing left to do (stopped).

@@ -43,6 +43,19 @@ TEST_F(lifecycle, sigterm_with_no_connections_exits_0) {
     EXPECT_EQ(b.stop(), std::optional<int>(0));
 }
 
+// Every worker stops, however many (the default is one less than the
+// cores): with three or more the node used to hang in its stop for good,
+// one worker asleep in the proactor.
+TEST_F(lifecycle, sigterm_stops_every_worker_whatever_their_number) {
+    for (const char* threads : {"3", "4", "8"}) {
+        auto& b = start_broker({.args = {"--threads", threads}});
+        auto c = connect();
+        test_receiver r = c->open_receiver("stop", receiver_credit(1));
+        ASSERT_TRUE(r.wait_open());
+        EXPECT_EQ(b.stop(), std::optional<int>(0)) << threads << " workers";
+    }
+}
+
 // One worker polls for its next event before it sleeps (busy-poll). Messages
 // sent one at a time, each after the last arrived, keep it polling between
 // them: they must all arrive in order, and SIGTERM must still stop it.
