@@ -11,6 +11,7 @@
 #include <cstring>
 #include <deque>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <set>
 #include <thread>
 #include <unistd.h>
@@ -143,8 +144,33 @@ result<std::string, config_error> read_file(const std::string& path) {
     auto cannot = [&](int err) {
         return fail(config_error{2, "config " + path + ": cannot read: " + std::strerror(err)});
     };
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // Non-blocking, so that a FIFO with no writer cannot hold the start up;
+    // only a regular file is read (a device such as /dev/zero never ends).
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return cannot(errno);
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) {
+        const int err = errno;
+        ::close(fd);
+        return cannot(err);
+    }
+    const char* kind = S_ISDIR(st.st_mode)    ? "a directory"
+                       : S_ISFIFO(st.st_mode) ? "a FIFO or pipe"
+                       : S_ISCHR(st.st_mode)  ? "a character device"
+                       : S_ISBLK(st.st_mode)  ? "a block device"
+                       : S_ISSOCK(st.st_mode) ? "a socket"
+                                              : nullptr;
+    if (kind != nullptr || !S_ISREG(st.st_mode)) {
+        ::close(fd);
+        return fail(config_error{2, "config " + path + ": is " + (kind ? kind : "not a regular file") +
+                                        ", not a regular file: give the path of a TOML file"});
+    }
+    constexpr off_t max_config_bytes = 16 << 20;
+    if (st.st_size > max_config_bytes) {
+        ::close(fd);
+        return fail(config_error{2, "config " + path + ": is " + std::to_string(st.st_size) +
+                                        " bytes, more than a config file's 16 MiB: is it the right file?"});
+    }
     std::string text;
     char buf[8192];
     for (;;) {

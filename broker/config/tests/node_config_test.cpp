@@ -10,6 +10,8 @@
 #include <regex>
 #include <string>
 #include <thread>
+
+#include <sys/stat.h>
 #include <unistd.h>
 #include <vector>
 
@@ -515,7 +517,20 @@ TEST_F(node_config_test, unreadable_config_file_names_the_path_and_the_reason) {
     EXPECT_NE(err.message.find("No such file or directory"), std::string::npos) << err.message;
 
     err = run_error({"--config", dir_.string()});
-    EXPECT_NE(err.message.find("Is a directory"), std::string::npos) << err.message;
+    EXPECT_NE(err.message.find("is a directory, not a regular file"), std::string::npos) << err.message;
+}
+
+// A device or a FIFO is refused at once: /dev/zero was read until memory
+// ran out, and a FIFO with no writer held the start up for good.
+TEST_F(node_config_test, a_config_that_is_not_a_regular_file_is_refused_at_once) {
+    auto err = run_error({"--config", "/dev/zero"});
+    EXPECT_EQ(err.exit_code, 2);
+    EXPECT_NE(err.message.find("/dev/zero: is a character device, not a regular file"), std::string::npos)
+        << err.message;
+    const auto fifo = (dir_ / "config.fifo").string();
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    err = run_error({"--config", fifo});
+    EXPECT_NE(err.message.find("is a FIFO or pipe, not a regular file"), std::string::npos) << err.message;
 }
 
 TEST_F(node_config_test, parse_toml_messages_use_the_origin) {
