@@ -160,6 +160,8 @@ void amqp_connection::handle_event(pn_event_t* e) {
     switch (pn_event_type(e)) {
     case PN_CONNECTION_REMOTE_OPEN: {
         opened_.store(true, std::memory_order_relaxed);
+        if (pn_transport_t* t = pn_connection_transport(conn_))
+            condition_max_ = condition_budget(pn_transport_get_remote_max_frame(t));
         pn_connection_set_container(conn_, settings_.node_id.c_str());
         pn_data_t* caps = pn_connection_offered_capabilities(conn_);
         pn_data_clear(caps);

@@ -18,6 +18,7 @@
 #include "broker/engine/protocol.hpp"
 #include "broker/engine/queue_engine.hpp"
 #include "broker/server/connection_base.hpp"
+#include "broker/server/pn_util.hpp"
 #include "broker/server/connection_outbox.hpp"
 #include "broker/server/credit_pool.hpp"
 #include "broker/server/relay_batch.hpp"
@@ -298,6 +299,11 @@ class amqp_connection final : public connection_base {
     // allow (after their outcome was applied without them).
     void end_for_bad_annotations(link_ctx& lc, const amqp::codec_error& why);
     bool gather(link_ctx& lc, pn_delivery_t* d, uint64_t max);
+    // Conditions this connection sends fit its client's max-frame-size.
+    void set_condition(pn_condition_t* c, errc code, std::string_view description) const {
+        server::set_condition(c, code, description, condition_max_);
+    }
+    size_t condition_max_ = max_condition_description;
     // A consumer's credit of 2^31 or more ends its link (false).
     bool credit_countable(pn_link_t* l);
     // A transfer the peer had no right to send ends its link (false).

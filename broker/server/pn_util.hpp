@@ -20,15 +20,26 @@ namespace wharf::server {
 
 // The description as AMQP carries it: UTF-8 (control characters and other
 // bytes escaped: it may quote what a peer sent, and a NUL would cut it
-// short) and at most max_condition_description bytes, so that the frame it
-// goes in (a disposition, a detach: neither can be split) fits any
-// client's max-frame-size of 2 KiB or more, whatever it quotes.
+// short) and at most `max` bytes, so that the frame it goes in (a
+// disposition, a detach: neither can be split) fits the peer's
+// max-frame-size, whatever it quotes (see condition_budget).
 inline constexpr size_t max_condition_description = 1024;
-inline void set_condition(pn_condition_t* c, errc code, std::string_view description) {
+inline void set_condition(pn_condition_t* c, errc code, std::string_view description,
+                          size_t max = max_condition_description) {
     const std::string name(to_condition(code));
-    const std::string desc = printable(description, max_condition_description);
+    const std::string desc = printable(description, max);
     pn_condition_set_name(c, name.c_str());
     pn_condition_set_description(c, desc.c_str());
+}
+
+// How long a condition's description may be for a peer whose max-frame-size
+// is `remote_max_frame` (0: none): what is left of the frame after the
+// frame header, the performative and the condition's name (160 bytes are
+// more than any of ours needs), and never more than 1,024. AMQP's smallest
+// max-frame-size, 512, leaves 352.
+inline size_t condition_budget(uint32_t remote_max_frame) {
+    if (remote_max_frame == 0 || remote_max_frame >= max_condition_description + 160) return max_condition_description;
+    return remote_max_frame > 160 + 64 ? remote_max_frame - 160 : 64;
 }
 
 // Takes the whole of an incoming delivery off its link into `out` (and

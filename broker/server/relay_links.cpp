@@ -244,7 +244,7 @@ void amqp_connection::relay_ended(link_ctx& lc, const relay::condition& cond, bo
         pn_delivery_settle(d);
     }
     lc.relay_unsettled.clear();
-    relay::apply(cond, pn_link_condition(lc.link));
+    relay::apply(cond, pn_link_condition(lc.link), condition_max_);
     if (closed) pn_link_close(lc.link);
     else pn_link_detach(lc.link);
 }
@@ -406,7 +406,7 @@ void amqp_connection::handle(relay::message& m) {
         mark_closed(*lc);
         pn_terminus_set_type(lc->consumer ? pn_link_source(l) : pn_link_target(l), PN_UNSPECIFIED);
         pn_link_open(l);
-        if (m.cond()) relay::apply(*m.cond(), pn_link_condition(l));
+        if (m.cond()) relay::apply(*m.cond(), pn_link_condition(l), condition_max_);
         pn_link_close(l);
         break;
     }

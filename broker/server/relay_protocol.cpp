@@ -60,10 +60,10 @@ condition capture(pn_condition_t* c) {
     return out;
 }
 
-void apply(const condition& from, pn_condition_t* to) {
+void apply(const condition& from, pn_condition_t* to, size_t max_description) {
     if (!from.set()) return;
     pn_condition_set_name(to, from.name.c_str());
-    pn_condition_set_description(to, from.description.c_str());
+    pn_condition_set_description(to, printable(from.description, max_description).c_str());
     decode(from.info, pn_condition_info(to));
 }
 

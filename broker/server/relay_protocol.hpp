@@ -46,7 +46,8 @@ struct condition {
     bool set() const { return !name.empty(); }
 };
 condition capture(pn_condition_t* c);
-void apply(const condition& from, pn_condition_t* to);
+// The description is cut to `max_description` bytes (the client's frame).
+void apply(const condition& from, pn_condition_t* to, size_t max_description = 1024);
 
 // A delivery's outcome or state as one side reported it.
 struct state {

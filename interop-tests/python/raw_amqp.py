@@ -31,8 +31,8 @@ def message(text):
 
 
 class Frame:
-    def __init__(self, name, fields, payload):
-        self.name, self.fields, self.payload = name, fields, payload
+    def __init__(self, name, fields, payload, size=0):
+        self.name, self.fields, self.payload, self.size = name, fields, payload, size
 
     def field(self, i):
         return self.fields[i] if self.fields is not None and i < len(self.fields) else None
@@ -96,7 +96,8 @@ class RawConnection:
             d.rewind()
             d.next()
             v = d.get_object()
-            self.frames.append(Frame(NAMES.get(int(v.descriptor), hex(int(v.descriptor))), list(v.value), body[n:]))
+            self.frames.append(Frame(NAMES.get(int(v.descriptor), hex(int(v.descriptor))), list(v.value), body[n:],
+                                     size))
 
     def wait_for(self, name, seconds=10):
         """The first frame named `name` (reading up to `seconds`), or None."""
@@ -112,8 +113,8 @@ class RawConnection:
     def named(self, name):
         return [f for f in self.frames if f.name == name]
 
-    def open(self, idle_timeout_ms=None, session=True):
-        fields = ["raw-amqp", None, None, None]
+    def open(self, idle_timeout_ms=None, session=True, max_frame=None):
+        fields = ["raw-amqp", None, uint(max_frame) if max_frame else None, None]
         if idle_timeout_ms is not None:
             fields.append(uint(idle_timeout_ms))
         self.send(AMQP_HEADER + frame(OPEN, fields))
@@ -123,9 +124,13 @@ class RawConnection:
         self.send(frame(BEGIN, [None, uint(0), uint(2048), uint(2048)]))
         assert self.wait_for("begin"), self.frames
 
-    def attach(self, address, role_receiver, handle=0):
-        """role_receiver False: a sender link (this side sends to `address`)."""
-        source = Described(ulong(0x28), [address if role_receiver else None])
+    def attach(self, address, role_receiver, handle=0, source_filter=None):
+        """role_receiver False: a sender link (this side sends to `address`).
+        source_filter: a dict for the source's filter-set (a symbol-keyed map)."""
+        source_fields = [address if role_receiver else None]
+        if source_filter is not None:
+            source_fields += [None, None, None, None, None, None, source_filter]  # filter: field 7
+        source = Described(ulong(0x28), source_fields)
         target = Described(ulong(0x29), [None if role_receiver else address])
         fields = ["raw-%d" % handle, uint(handle), role_receiver, None, None, source, target]
         if not role_receiver:

@@ -151,3 +151,21 @@ def test_a_credit_of_2_to_the_31_or_more_ends_the_link_with_a_reason(wharfd):
     raw.flow(0, 0, 0x7FFFFFFF)  # the most it counts: taken
     assert raw.wait_for("detach", seconds=1) is None, raw.frames
     raw.close()
+
+
+def test_a_detach_fits_the_smallest_max_frame_size_a_client_may_ask_for(wharfd):
+    # A client with AMQP's smallest max-frame-size, 512: a detach whose
+    # description named ten unknown filters was 1,089 bytes, and the
+    # client's Proton closed the connection with a framing error instead of
+    # reading the detach.
+    from proton import Described, symbol, ulong
+    filters = {symbol("f%02d-" % i + "x" * 124): Described(ulong(0x99), "v") for i in range(10)}
+    raw = RawConnection(wharfd.port)
+    raw.open(max_frame=512)
+    raw.attach("filtered", role_receiver=True, source_filter=filters)
+    detach = raw.wait_for("detach")
+    assert detach is not None, raw.frames
+    name, description = detach.condition()
+    assert name == "amqp:not-implemented" and description.endswith("..."), detach
+    assert max(f.size for f in raw.frames) <= 512, [(f.name, f.size) for f in raw.frames]
+    raw.close()
