@@ -46,7 +46,10 @@ void amqp_connection::on_batch(link_ctx& lc, pn_delivery_t* d) {
     const bool too_big = lc.oversize;
     lc.oversize = false;
     std::vector<relay::record> records;
-    if (!too_big && !relay::parse_batch(bytes, records)) {
+    // More records than the attach agreed on is not a batch a relay made
+    // either (each record's outcome goes back in one disposition, which
+    // must fit a frame).
+    if (!too_big && (!relay::parse_batch(bytes, records) || records.size() > lc.batch)) {
         // Not a batch a relay made: how many messages it stood for, and so
         // the credit both ends count, is lost. End the link (the relay ends
         // its client's with this condition) rather than drift until the

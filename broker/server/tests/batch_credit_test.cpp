@@ -122,6 +122,34 @@ TEST_F(batch_credit, a_malformed_batch_ends_the_link_with_decode_error) {
     EXPECT_FALSE(relay.ended()) << "the connection stays up: " << relay.error();
 }
 
+// A batch with more records than the attach agreed on (64) is not one a
+// relay made: a client posing as a relay sent 20,000 in one delivery, the
+// owner's answer (a disposition listing each record's failure) outgrew any
+// frame, and the transfer was never answered.
+TEST_F(batch_credit, a_batch_larger_than_agreed_ends_the_link_with_decode_error) {
+    start_broker();
+    raw_peer relay(queue_owner().url());
+    relay.open_receiver("$wharf.relay-credit", 100);
+    pn_link_t* s = relay.open_sender("too-many", {{"wharf:relay-batch", "64"},
+                                                  {"wharf:relay-link", "10"},
+                                                  {"wharf:relay-credit", "records"}});
+    ASSERT_TRUE(relay.run_until([&] { return relay.remote_opened(s); })) << relay.error();
+    ASSERT_EQ(relay.remote_property(s, "wharf:relay-batch"), "64") << "the owner did not take batches";
+    relay.send(s, batch_of("x", 65));
+    ASSERT_TRUE(relay.run_until([&] { return (pn_link_state(s) & PN_REMOTE_CLOSED) != 0; }))
+        << "the link stayed open " << relay.error();
+    EXPECT_STREQ(pn_condition_get_name(pn_link_remote_condition(s)), "amqp:decode-error");
+    EXPECT_FALSE(relay.ended()) << "the connection stays up: " << relay.error();
+    // None of the 65 was queued: a message sent now is the first out.
+    auto c = connect();
+    send_texts(*c, "too-many", 1, "after");
+    test_receiver r = c->open_receiver("too-many", receiver_credit(10));
+    ASSERT_TRUE(r.wait_open());
+    auto got = r.wait_messages(1);
+    ASSERT_FALSE(got.empty());
+    EXPECT_EQ(body_of(got.front()), "after0");
+}
+
 // The messages in a relay's consumer batches: records of [u8 flags][u64
 // sequence number][u32 length][the bytes] (relay_batch.hpp).
 size_t records_in(const std::vector<std::string>& deliveries) {
