@@ -295,7 +295,19 @@ void journal_writer::run() {
             spdlog::info("journal: writing again in {}", dir_);
         if (!batch.empty()) report(batch.back().epoch, ok && refused.empty(), ok ? refused : reason);
         batch.clear();
-        if (last) return;
+        if (last) {
+            // Stopping, and the last try failed too: say what the next start
+            // will not find, rather than stop as if all were written.
+            if (!ok) {
+                size_t bytes = 0;
+                for (const chunk& c : unsynced_) bytes += c.bytes.size();
+                spdlog::error("journal: stopped with {} bytes of records not written to {} ({}): after a "
+                              "restart, messages consumed, moved or dead-lettered since the disk failed come "
+                              "back where they were (nothing accepted is lost)",
+                              bytes, dir_, reason);
+            }
+            return;
+        }
     }
 }
 

@@ -8,9 +8,12 @@
 #include "broker/store/tests/store_test_support.hpp"
 
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 
 #include <chrono>
 #include <csignal>
+#include <sstream>
 #include <sys/resource.h>
 #include <thread>
 #include <unistd.h>
@@ -101,6 +104,40 @@ TEST(journal_write_failure, a_settled_message_stays_settled_when_its_remove_fail
     EXPECT_TRUE(r.warnings.empty());
     ASSERT_NE(queue_of(r, "q"), nullptr);
     EXPECT_EQ(bodies(*queue_of(r, "q")), (std::vector<std::string>{"kept"}));
+}
+
+// A stop while the disk still fails says so: the node used to stop as if
+// everything were written, and a consumer's settled messages came back
+// after the restart without a word.
+TEST(journal_write_failure, a_stop_while_writes_fail_logs_what_was_not_written) {
+    temp_dir dir;
+    journal_options o{dir.path, "n1"};
+    std::ostringstream log;
+    auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(log);
+    auto saved = spdlog::default_logger();
+    spdlog::set_default_logger(std::make_shared<spdlog::logger>("capture", sink));
+    {
+        recovery_report r;
+        auto s = open_ok(o, r);
+        sync_watch w;
+        w.install(*s);
+        s->on_enqueue("q", entry(1, "settled"));
+        ASSERT_TRUE(w.wait(s->commit()));
+        ASSERT_TRUE(w.last_ok) << w.reason;
+        file_size_limit full(file_size(segment_path(dir.path, 1)));
+        s->on_remove("q", 1);
+        ASSERT_TRUE(w.wait(s->commit()));
+        EXPECT_FALSE(w.last_ok);
+        s.reset(); // the stop, with the disk still full
+    }
+    spdlog::set_default_logger(saved);
+    EXPECT_NE(log.str().find("journal: stopped with "), std::string::npos) << log.str();
+    EXPECT_NE(log.str().find("bytes of records not written to " + dir.path), std::string::npos) << log.str();
+    // And so it is: the settled message is back.
+    recovery_report r;
+    auto s = open_ok(o, r);
+    ASSERT_NE(queue_of(r, "q"), nullptr);
+    EXPECT_EQ(bodies(*queue_of(r, "q")), (std::vector<std::string>{"settled"}));
 }
 
 TEST(journal_write_failure, a_failed_first_write_to_a_new_segment_keeps_its_header) {
