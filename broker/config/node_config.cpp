@@ -221,6 +221,12 @@ result<node_config, config_error> resolve(node_config base, const file_layer& fi
     pick(cfg.plugin_dir, f.plugin_dir, flags.plugin_dir);
     pick(cfg.advertise, f.advertise, flags.advertise);
     pick(cfg.metadata, f.metadata, flags.metadata);
+    // Only a plugin (the wlm) reads it: without one, a node started with it
+    // would run alone as if it were in a cluster.
+    if (!cfg.metadata.empty() && cfg.plugins.empty())
+        return fail(config_error{2, "metadata '" + cfg.metadata +
+                                        "' is set but no plugin is enabled to use it: add plugins = [\"wlm\"] "
+                                        "(or --plugin wlm), or drop metadata"});
     for (const auto& [plugin, keys] : file.plugin_options) {
         if (std::find(cfg.plugins.begin(), cfg.plugins.end(), plugin) == cfg.plugins.end())
             return fail(config_error{2, "[plugin." + plugin + "]: plugin '" + plugin +

@@ -45,6 +45,10 @@ TEST_F(node_config_test, cluster_key_errors_name_the_key) {
     EXPECT_EQ(err.exit_code, 2);
     EXPECT_NE(err.message.find("[plugin.wlm]"), std::string::npos) << err.message;
     EXPECT_NE(err.message.find("not enabled"), std::string::npos) << err.message;
+    // A metadata store with no plugin to read it: the node ran alone, silently.
+    err = run_error({"--metadata", "sqlite:/tmp/x.db"});
+    EXPECT_EQ(err.exit_code, 2);
+    EXPECT_NE(err.message.find("no plugin is enabled to use it"), std::string::npos) << err.message;
 }
 
 } // namespace
