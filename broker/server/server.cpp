@@ -188,7 +188,17 @@ bool server::handle(pn_event_t* e, connection_base*& conn) {
         pn_listener_t* l = pn_event_listener(e);
         const std::string addr = bound_address(l);
         spdlog::info("{} listening on {}", cfg_.node_id, addr);
-        if (on_listening_) on_listening_(addr);
+        // The ready lines only once every listener is open: a supervisor
+        // reading the first must not take a node that is about to fail on
+        // its second listener for a started one.
+        std::vector<std::string> ready;
+        {
+            std::lock_guard lock(table_mu_);
+            opened_addrs_.push_back(addr);
+            if (opened_addrs_.size() == listeners_.size()) ready = opened_addrs_;
+        }
+        if (on_listening_)
+            for (const auto& a : ready) on_listening_(a);
         return true;
     }
     case PN_LISTENER_ACCEPT:
@@ -205,6 +215,9 @@ bool server::handle(pn_event_t* e, connection_base*& conn) {
         if (pn_condition_is_set(c) && !stopping_.load()) {
             spdlog::error("{}: cannot listen on {}:{}: {}", cfg_.node_id, lc->cfg.host,
                           lc->cfg.port, pn_condition_get_description(c));
+            if (spdlog::get_level() == spdlog::level::off) // still said, as every startup error is
+                std::fprintf(stderr, "wharfd: cannot listen on %s:%u: %s\n", lc->cfg.host.c_str(),
+                             static_cast<unsigned>(lc->cfg.port), pn_condition_get_description(c));
             failed_.store(1);
             stop();
         }

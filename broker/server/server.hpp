@@ -83,6 +83,7 @@ class server {
     connection_settings settings_;
     pn_proactor_t* proactor_;
     std::vector<std::unique_ptr<listener_ctx>> listeners_;
+    std::vector<std::string> opened_addrs_; // under table_mu_: listeners open so far
     std::atomic<uint64_t> link_ids_{0};
     std::atomic<size_t> connection_count_{0};
     std::atomic<bool> stopping_{false};

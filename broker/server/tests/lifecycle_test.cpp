@@ -4,6 +4,11 @@
 
 #include <string>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 namespace wharf::server::test {
 namespace {
 
@@ -117,6 +122,29 @@ TEST_F(lifecycle, unknown_queue_key_exits_2_and_names_the_key) {
     EXPECT_FALSE(p.listening());
     EXPECT_EQ(p.wait_exit(std::chrono::seconds(10)), std::optional<int>(2));
     EXPECT_NE(p.stderr_text().find("max-depth-mesages"), std::string::npos) << p.stderr_text();
+}
+
+// A second listener that cannot listen: no ready line at all (the first
+// listener's used to come before the exit, and a supervisor took the node
+// for started), exit 1, and the reason on stderr even with the log off.
+TEST_F(lifecycle, a_listener_that_cannot_listen_stops_the_node_before_it_says_ready) {
+    const int busy = ::socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_GE(busy, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::bind(busy, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    ASSERT_EQ(::listen(busy, 1), 0);
+    socklen_t len = sizeof a;
+    ASSERT_EQ(::getsockname(busy, reinterpret_cast<sockaddr*>(&a), &len), 0);
+    const std::string taken = "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+    wharfd_process p({.args = {"--listen", "127.0.0.1:0", "--listen", taken},
+                      .log_level = "off",
+                      .on_stop = exit_check::ignore});
+    EXPECT_FALSE(p.listening()) << p.ready_line();
+    EXPECT_EQ(p.wait_exit(std::chrono::seconds(10)), std::optional<int>(1));
+    EXPECT_NE(p.stderr_text().find("cannot listen on " + taken), std::string::npos) << p.stderr_text();
+    ::close(busy);
 }
 
 TEST_F(lifecycle, bad_flag_value_exits_2_and_names_the_flag) {
