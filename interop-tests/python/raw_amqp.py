@@ -6,7 +6,7 @@ import socket
 import struct
 import time
 
-from proton import Data, Described, ubyte, uint, ulong, ushort
+from proton import Data, Described, uint, ulong
 
 AMQP_HEADER = b"AMQP\x00\x01\x00\x00"
 OPEN, BEGIN, ATTACH, FLOW, TRANSFER, DISPOSITION, DETACH, END, CLOSE = range(0x10, 0x19)
@@ -149,4 +149,23 @@ class RawConnection:
         self.sock.close()
 
 
-__all__ = ["RawConnection", "message", "frame", "ubyte", "ushort"]
+def transfer_on_a_receivers_link(port, address):
+    """Attaches as receiver to `address`, sends a transfer on that link and
+    grants credit; checks the node closed the connection with
+    amqp:not-allowed before sending anything under the client's tag."""
+    raw = RawConnection(port)
+    try:
+        raw.open()
+        raw.attach(address, role_receiver=True)
+        raw.transfer(0, 0, b"mine", message("injected"))
+        raw.flow(0, 0, 10)
+        close = raw.wait_for("close")
+        assert close is not None, raw.frames
+        name, description = close.condition()
+        assert name == "amqp:not-allowed" and "the sender" in description, close
+        assert all(f.field(2) != b"mine" for f in raw.named("transfer")), raw.frames
+    finally:
+        raw.close()
+
+
+__all__ = ["RawConnection", "message", "frame", "transfer_on_a_receivers_link"]

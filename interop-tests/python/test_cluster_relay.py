@@ -674,24 +674,14 @@ def test_a_transfer_on_a_relayed_receivers_link_closes_the_connection_and_loses_
     # client in front of the owner's message (the relay wrote the message
     # into the client's delivery). Now n1 closes the connection first, and
     # the owner keeps both messages.
-    from raw_amqp import RawConnection, message
+    from raw_amqp import transfer_on_a_receivers_link
     n1, n2 = cluster.nodes
     conn = connect(n1)
     try:
         snd = conn.create_sender("relay-kept")
         for body in ("m1", "m2"):
             snd.send(Message(body=body))
-        raw = RawConnection(n1.port)
-        raw.open()
-        raw.attach("relay-kept", role_receiver=True)
-        raw.transfer(0, 0, b"mine", message("injected"))
-        raw.flow(0, 0, 10)
-        close = raw.wait_for("close")
-        assert close is not None, raw.frames
-        name, description = close.condition()
-        assert name == "amqp:not-allowed" and "the sender" in description, close
-        assert all(f.field(2) != b"mine" for f in raw.named("transfer")), raw.frames
-        raw.close()
+        transfer_on_a_receivers_link(n1.port, "relay-kept")
         rcv = conn.create_receiver("relay-kept", credit=10)
         got = []
         for _ in range(2):
