@@ -8,7 +8,7 @@ import threading
 import time
 
 import pytest
-from proton import Message
+from proton import Delivery, Message
 from proton.utils import LinkDetached
 
 from cluster_util import Cluster, attach, connect, owned_by
@@ -141,6 +141,13 @@ def test_etcd_down_longer_than_the_lease_fences_nodes_and_they_rejoin(etcd):
         assert got != "local"
         assert got["condition"] == "amqp:internal-error", got
         assert "metadata store is unreachable" in got["description"], got
+        # An anonymous-relay message to a new address gets the same reason
+        # (it used to get a lasting-looking amqp:not-found "has no owner").
+        d = conn.create_sender(None).send(Message(address="sent-while-down", body="x"), timeout=5,
+                                          error_states=[])
+        assert d.remote_state == Delivery.REJECTED, d.remote_state
+        assert d.remote.condition.name == "amqp:internal-error", d.remote.condition
+        assert "metadata store is unreachable" in d.remote.condition.description, d.remote.condition
 
         # Within the lease TTL (and a margin) n1 fences itself: its consumer
         # is detached, and attaches are refused, saying why.

@@ -692,3 +692,23 @@ def test_a_transfer_on_a_relayed_receivers_link_closes_the_connection_and_loses_
             rcv.receive(timeout=1)  # once each, and nothing of the client's
     finally:
         conn.close()
+
+
+def test_an_anonymous_message_to_no_queue_name_is_refused_and_the_link_goes_on(cluster):
+    # An empty 'to' used to be placed as a queue named '' (listed by
+    # status, moved on a drain) and its message never answered, holding the
+    # link's credit; a 'to' with a control character is refused the same way.
+    n1, n2 = cluster.nodes
+    conn = connect(n1)
+    try:
+        anon = conn.create_sender(None)
+        anon.send(Message(address="anon-ok", body="before"))
+        for bad, says in (("", "has no 'to' address"), ("a\x01b", "control character")):
+            d = anon.send(Message(address=bad, body="nowhere"), timeout=10, error_states=[])
+            assert d.remote_state == Delivery.REJECTED, d.remote_state
+            cond = d.remote.condition
+            assert cond.name == "amqp:invalid-field" and says in cond.description, cond
+        anon.send(Message(address="anon-ok", body="after"))  # the link goes on
+    finally:
+        conn.close()
+    assert "" not in cluster.owners() and "a\x01b" not in cluster.owners(), cluster.owners()
