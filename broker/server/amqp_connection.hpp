@@ -146,6 +146,9 @@ class amqp_connection final : public connection_base {
         uint64_t batch_limit = 0;
         struct batch_outcome {
             uint32_t left = 0;        // messages without an outcome yet
+            uint32_t answered = 0;    // its first messages that have one
+            uint32_t told = 0;        // of those, told to the relay as accepted (prefix answers)
+            uint64_t number = 0;      // the relay's number for it (its delivery tag)
             std::vector<relay::failure> failures;
         };
         std::unordered_map<pn_delivery_t*, batch_outcome> batches;
@@ -185,6 +188,7 @@ class amqp_connection final : public connection_base {
         // filled (nullptr: none) with how much it holds.
         uint64_t relay_link = 0;
         bool presettled_acks = false; // the relay settles pre-settled messages once it sent them
+        bool prefix_answers = false;  // a relay's producer: tell it a waiting batch's accepted messages
         bool detach_answers = false;  // ... and answers before its detach when this side ends the link
         bool answers_due = false;     // ended here (a queue move): its cmd_detach waits for the relay's detach
         pn_delivery_t* out = nullptr;
@@ -244,6 +248,9 @@ class amqp_connection final : public connection_base {
     // batch_links.cpp: a peer's relay sending batches.
     void on_batch(link_ctx& lc, pn_delivery_t* d);
     void outcome_in_batch(link_ctx& lc, pn_delivery_t* d, uint32_t index, const error* failed);
+    // While a relay's producer waits for room: which of each open batch's
+    // first messages are stored (see relay_batch.hpp, prefix answers).
+    void tell_accepted_prefixes(link_ctx& lc);
     void on_controls(link_ctx& lc, pn_delivery_t* d);
     void settle_controls();
     void top_up_batch_credit(link_ctx& lc);

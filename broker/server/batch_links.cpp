@@ -7,7 +7,10 @@
 #include "broker/server/amqp_connection.hpp"
 #include "broker/server/pn_util.hpp"
 
+#include <proton/delivery.h>
 #include <proton/disposition.h>
+
+#include <cstring>
 
 namespace wharf::server {
 
@@ -75,7 +78,12 @@ void amqp_connection::on_batch(link_ctx& lc, pn_delivery_t* d) {
     lc.batch_in += records.size();
     // Each message as if it came alone; the batch is answered once, when
     // the last one has its outcome.
-    if (!presettled) lc.batches[d].left = static_cast<uint32_t>(records.size());
+    if (!presettled) {
+        link_ctx::batch_outcome& out = lc.batches[d];
+        out.left = static_cast<uint32_t>(records.size());
+        const pn_delivery_tag_t tag = pn_delivery_tag(d);
+        if (tag.size == sizeof out.number) std::memcpy(&out.number, tag.start, sizeof out.number);
+    }
     for (uint32_t i = 0; i < records.size(); ++i) {
         const relay::record& r = records[i];
         engine::incoming_message m;
@@ -137,7 +145,11 @@ void amqp_connection::outcome_in_batch(link_ctx& lc, pn_delivery_t* d, uint32_t 
     if (it == lc.batches.end()) return;
     link_ctx::batch_outcome& out = it->second;
     if (failed != nullptr) out.failures.push_back({index, std::string(to_condition(failed->code)), failed->description});
-    if (--out.left > 0) return;
+    ++out.answered; // in order: a link's messages are answered in the order they came
+    if (--out.left > 0) {
+        if (lc.blocked) tell_accepted_prefixes(lc);
+        return;
+    }
     if (out.failures.empty()) {
         pn_delivery_update(d, PN_ACCEPTED);
     } else {
@@ -146,6 +158,17 @@ void amqp_connection::outcome_in_batch(link_ctx& lc, pn_delivery_t* d, uint32_t 
     }
     pn_delivery_settle(d);
     lc.batches.erase(it);
+}
+
+void amqp_connection::tell_accepted_prefixes(link_ctx& lc) {
+    if (!lc.prefix_answers) return;
+    for (auto& [d, out] : lc.batches) {
+        // Only a prefix with no refusal in it: a batch with one is answered whole.
+        if (out.number == 0 || !out.failures.empty() || out.answered <= out.told || out.left == 0) continue;
+        out.told = out.answered;
+        relay::append_control(credits_out_, {relay::control::accepted, lc.relay_link, out.number,
+                                             static_cast<uint8_t>(out.told)});
+    }
 }
 
 // ---- a relayed consumer's messages, in batches ----
@@ -212,7 +235,7 @@ void amqp_connection::on_controls(link_ctx& lc, pn_delivery_t* d) {
         if (to == nullptr || to->closed) continue; // its messages went back with the detach
         if (c.what == relay::control::credit) {
             commands_.push_back(engine::cmd_credit{to->id, c.value, c.arg != 0});
-        } else if (c.arg <= static_cast<uint8_t>(engine::outcome_kind::too_large)) {
+        } else if (c.what != relay::control::accepted && c.arg <= static_cast<uint8_t>(engine::outcome_kind::too_large)) {
             mark_dirty(*to);
             to->to_settle.push_back({c.value, static_cast<engine::outcome_kind>(c.arg)});
             // (The relay checked the map; one that is not valid goes unused.)

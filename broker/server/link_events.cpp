@@ -244,9 +244,10 @@ void amqp_connection::handle(engine::ev_attached& ev) {
     if (lc->consumer ? lc->relay_link != 0 : !lc->anonymous && records)
         if (const uint32_t n = relay::batch_size(l); n != 0) {
             lc->batch = std::min(n, relay::max_batch);
+            lc->prefix_answers = !lc->consumer && relay::prefix_answers(l);
             relay::offer_batch(l, lc->batch, 0, !lc->consumer,
                                lc->consumer && lc->presettled_acks ? relay::presettled_acks_value : "",
-                               lc->consumer && relay::annotated_outcomes(l));
+                               lc->consumer && relay::annotated_outcomes(l), lc->prefix_answers);
             if (lc->consumer) relay_links_[lc->relay_link] = lc->id;
         }
     pn_link_open(l);
@@ -499,6 +500,7 @@ void amqp_connection::handle(engine::ev_flow_control& ev) {
     if (lc == nullptr) return;
     lc->blocked = ev.blocked;
     if (!ev.blocked) top_up_credit(*lc);
+    else if (lc->batch != 0) tell_accepted_prefixes(*lc); // what the held batches stored so far
 }
 
 // The engine ended the link (its queue moved or went). With `report`, the

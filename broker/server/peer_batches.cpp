@@ -7,6 +7,8 @@
 #include "broker/server/pn_util.hpp"
 #include "broker/server/relay_batch.hpp"
 
+#include <algorithm>
+
 #include <proton/delivery.h>
 #include <proton/disposition.h>
 #include <spdlog/spdlog.h>
@@ -51,7 +53,7 @@ void peer_connection::send_batches(twin& t) {
             pn_delivery_settle(d);
         } else {
             pn_delivery_set_context(d, reinterpret_cast<void*>(static_cast<uintptr_t>(number)));
-            t.batch_ids.emplace(number, std::move(ids));
+            t.batch_ids.emplace(number, twin::sent_batch{std::move(ids), 0});
         }
     }
     t.pending.erase(t.pending.begin(), t.pending.begin() + static_cast<std::ptrdiff_t>(next));
@@ -70,8 +72,8 @@ void peer_connection::on_batch_outcome(twin& t, pn_delivery_t* d) {
         failures = relay::get_failures(pn_disposition_condition(pn_delivery_remote(d)));
     std::unordered_map<uint32_t, const relay::failure*> failed;
     for (const relay::failure& f : failures) failed.emplace(f.index, &f);
-    const std::vector<uint64_t>& ids = it->second;
-    for (uint32_t i = 0; i < ids.size(); ++i) {
+    const std::vector<uint64_t>& ids = it->second.ids;
+    for (uint32_t i = it->second.told; i < ids.size(); ++i) { // (the first `told` were answered already)
         relay::message m;
         m.what = kind::disposition;
         m.id = ids[i];
@@ -140,11 +142,30 @@ void peer_connection::on_credit_records(pn_delivery_t* d) {
     }
     for (const relay::control& c : records) {
         twin* t = find(c.link);
+        if (t != nullptr && t->client_sends && c.what == relay::control::accepted) {
+            on_accepted_prefix(*t, c.value, c.arg);
+            continue;
+        }
         if (t == nullptr || !t->client_sends || c.what != relay::control::credit || c.value <= t->limit) continue;
         t->limit = c.value; // (kept if it comes before the attach's answer)
         if (!t->credit_records) continue;
         send_batches(*t);
         tell_limit(*t);
+    }
+}
+
+void peer_connection::on_accepted_prefix(twin& t, uint64_t batch, uint32_t n) {
+    auto it = t.batch_ids.find(batch);
+    if (it == t.batch_ids.end()) return; // answered whole meanwhile
+    twin::sent_batch& b = it->second;
+    n = std::min<uint32_t>(n, static_cast<uint32_t>(b.ids.size()));
+    for (; b.told < n; ++b.told) {
+        relay::message m;
+        m.what = kind::disposition;
+        m.id = b.ids[b.told];
+        m.settled = true;
+        m.state = PN_ACCEPTED;
+        tell(t, std::move(m));
     }
 }
 

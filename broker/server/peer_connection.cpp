@@ -304,7 +304,7 @@ void peer_connection::attach(relay::message& m) {
     relay::apply(a.target, pn_link_target(l));
     pn_link_set_snd_settle_mode(l, static_cast<pn_snd_settle_mode_t>(a.snd_settle_mode));
     pn_link_set_rcv_settle_mode(l, static_cast<pn_rcv_settle_mode_t>(a.rcv_settle_mode));
-    if (producer_batches) relay::offer_batch(l, relay::max_batch, m.relay, credits_ != nullptr);
+    if (producer_batches) relay::offer_batch(l, relay::max_batch, m.relay, credits_ != nullptr, {}, false, true);
     if (!a.client_sends && !a.source.address.empty() && !a.source.dynamic)
         relay::offer_batch(l, relay::max_batch, m.relay, false, relay::presettled_detach_value, true);
     t->link = l;

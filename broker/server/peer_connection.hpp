@@ -74,10 +74,16 @@ class peer_connection final : public connection_base {
         bool queued = false;          // listed in to_send_
         std::vector<relay::message> pending;
         uint64_t batches = 0;         // deliveries sent (transfers counts messages)
-        std::unordered_map<uint64_t, std::vector<uint64_t>> batch_ids;
+        struct sent_batch {
+            std::vector<uint64_t> ids; // the client's deliveries in it, in order
+            uint32_t told = 0;         // its first ones already accepted (the owner's prefix answers)
+        };
+        std::unordered_map<uint64_t, sent_batch> batch_ids;
     };
 
     void handle(relay::message& m);
+    // The owner's word that a batch's first `n` messages are stored.
+    void on_accepted_prefix(twin& t, uint64_t batch, uint32_t n);
     void attach(relay::message& m);
     void on_remote_open(twin& t);
     void on_remote_close(twin& t, bool closed);

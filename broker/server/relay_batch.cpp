@@ -72,8 +72,10 @@ bool annotated_outcomes(pn_link_t* l) {
     return remote_link_property(l, outcomes_property) == outcomes_annotated_value;
 }
 
+bool prefix_answers(pn_link_t* l) { return remote_link_property(l, answers_property) == answers_prefix_value; }
+
 void offer_batch(pn_link_t* l, uint32_t n, uint64_t link, bool credit_records, std::string_view presettled,
-                 bool annotated) {
+                 bool annotated, bool prefix) {
     const std::string v = std::to_string(n);
     const std::string id = std::to_string(link);
     pn_data_t* d = pn_link_properties(l);
@@ -97,6 +99,10 @@ void offer_batch(pn_link_t* l, uint32_t n, uint64_t link, bool credit_records, s
     if (annotated) {
         pn_data_put_symbol(d, bytes_of(outcomes_property));
         pn_data_put_string(d, bytes_of(outcomes_annotated_value));
+    }
+    if (prefix) {
+        pn_data_put_symbol(d, bytes_of(answers_property));
+        pn_data_put_string(d, bytes_of(answers_prefix_value));
     }
     pn_data_exit(d);
 }
@@ -157,7 +163,7 @@ bool parse_controls(std::string_view in, std::vector<control>& out) {
     while (!in.empty()) {
         if (in.size() < control_size) return false;
         const auto kind = static_cast<uint8_t>(in[0]);
-        if (kind != control::credit && kind != control::outcome && kind != control::annotated) return false;
+        if (kind < control::credit || kind > control::accepted) return false;
         out.push_back({static_cast<control::kind>(kind), get_be(in.data() + 1, 8), get_be(in.data() + 9, 8),
                        static_cast<uint8_t>(in[17]), {}});
         in.remove_prefix(control_size);

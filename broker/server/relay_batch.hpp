@@ -78,6 +78,15 @@
 //   (kind 3: an outcome record, then [u32 length][the encoded map]), and the
 //   owner combines the map with the message's own. Without the echo (an
 //   older owner) the outcome goes without them.
+// - Answers of a batch that waits: a relayed producer's attach also offers
+//   "wharf:relay-answers" = "prefix", and an owner that takes it echoes it.
+//   While the producer's queue has no room (its "block" policy holds the
+//   rest of a batch), the owner tells the relay, in a control record of
+//   kind 4 (value: the batch's number, its delivery tag; arg: how many of
+//   its first messages are accepted), which of the batch's messages are
+//   stored already, and the relay accepts them to its client at once; the
+//   batch's disposition later answers the rest. Without the offer or the
+//   echo a batch is answered only as a whole.
 // - A message larger than the client's max-message-size the relay never
 //   sends (if the owner echoed the property): it answers it with outcome
 //   too_large (engine::outcome_kind), and the owner keeps it for the
@@ -122,7 +131,7 @@ uint32_t batch_size(pn_link_t* l);
 // answers) credit as control records, and a consumer's says that it
 // settles pre-settled messages.
 void offer_batch(pn_link_t* l, uint32_t n, uint64_t link = 0, bool credit_records = false,
-                 std::string_view presettled = {}, bool annotated_outcomes = false);
+                 std::string_view presettled = {}, bool annotated_outcomes = false, bool prefix_answers = false);
 // The relay's number for a twin (0: none).
 uint64_t relay_link(pn_link_t* l);
 // Whether the peer's attach offered or answered credit as control records.
@@ -134,6 +143,9 @@ bool presettled_detach_answers(pn_link_t* l);
 // Whether the peer takes (or, the owner, answered that it takes) annotated
 // outcome records.
 bool annotated_outcomes(pn_link_t* l);
+// Whether the peer offered (or, the owner, answered that it sends) the
+// accepted prefix of a batch that waits.
+bool prefix_answers(pn_link_t* l);
 
 // ---- a relayed producer's credit ----
 inline constexpr std::string_view credit_property = "wharf:relay-credit";
@@ -149,6 +161,8 @@ inline constexpr std::string_view presettled_detach_value = "acks detach"; // th
 inline constexpr const char* answers_lost_condition = "wharf:relay-answers-lost";
 inline constexpr std::string_view outcomes_property = "wharf:relay-outcomes";
 inline constexpr std::string_view outcomes_annotated_value = "annotations";
+inline constexpr std::string_view answers_property = "wharf:relay-answers";
+inline constexpr std::string_view answers_prefix_value = "prefix";
 // Deliveries of a batch link a relay lets the owner have at a time (each
 // holds up to max_batch messages; the messages themselves are paced by the
 // credit the relay passes as control records).
@@ -167,10 +181,10 @@ bool parse_deliveries(std::string_view in, std::vector<delivery_record>& out);
 
 inline constexpr size_t control_size = 18; // (an annotated outcome's map follows it)
 struct control {
-    enum kind : uint8_t { credit = 1, outcome = 2, annotated = 3 } what = credit;
+    enum kind : uint8_t { credit = 1, outcome = 2, annotated = 3, accepted = 4 } what = credit;
     uint64_t link = 0;
-    uint64_t value = 0; // credit: the limit; outcome: the sequence number
-    uint8_t arg = 0;    // credit: drain; outcome: engine::outcome_kind
+    uint64_t value = 0; // credit: the limit; outcome: the sequence number; accepted: the batch's number
+    uint8_t arg = 0;    // credit: drain; outcome: engine::outcome_kind; accepted: how many of its first
     std::string_view annotations; // annotated: the encoded map (parsed: a view into the input)
 };
 void append_control(std::string& out, const control& c);

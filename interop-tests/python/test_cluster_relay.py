@@ -712,3 +712,60 @@ def test_an_anonymous_message_to_no_queue_name_is_refused_and_the_link_goes_on(c
     finally:
         conn.close()
     assert "" not in cluster.owners() and "a\x01b" not in cluster.owners(), cluster.owners()
+
+
+class PipelinedProducer(MessagingHandler):
+    """Sends `n` durable messages to `address` as fast as credit allows, and
+    stops once `stop_at` are accepted or `limit` seconds have passed."""
+
+    def __init__(self, url, address, n, stop_at, limit=20):
+        super().__init__()
+        self.url, self.address, self.n, self.stop_at, self.limit = url, address, n, stop_at, limit
+        self.sent = 0
+        self.accepted = 0
+
+    def on_start(self, event):
+        self.conn = event.container.connect(self.url, sasl_enabled=False)
+        self.sender = event.container.create_sender(self.conn, self.address)
+        self.timer = event.container.schedule(self.limit, self)
+
+    def on_sendable(self, event):
+        while self.sender.credit > 0 and self.sent < self.n:
+            self.sender.send(Message(body="m%d" % self.sent, durable=True))
+            self.sent += 1
+
+    def on_accepted(self, event):
+        self.accepted += 1
+        if self.accepted >= self.stop_at:
+            self.timer.cancel()
+            self.conn.close()
+
+    def on_timer_task(self, event):
+        self.conn.close()
+
+
+def test_a_relayed_producer_hears_each_stored_message_accepted_while_the_rest_wait_for_room():
+    # A block-policy queue with room for 100 and a producer sending 101 in
+    # one go: at the owner the first 100 are accepted as they are stored.
+    # Through the relay they came 64 to a batch, and the 36 stored messages
+    # of the batch whose last one waits for room were answered only with
+    # it: a producer that waited for its accepts before starting its
+    # consumer waited for good. The owner now says which are stored.
+    capped = '[[queue]]\nname = "capped"\nmax-depth-messages = 100\noverflow-policy = "block"\n'
+    c = Cluster(n=2, wlm=PINNED, broker=capped)
+    try:
+        n1, n2 = c.nodes
+        p = PipelinedProducer(n1.url, "capped", n=101, stop_at=100)
+        Container(p).run()
+        assert (p.sent, p.accepted) == (101, 100)
+        # The 101st was never accepted, and the queue holds the 100.
+        conn = connect(n2)
+        try:
+            rcv = conn.create_receiver("capped", credit=200)
+            bodies = [rcv.receive(timeout=10).body for _ in range(100)]
+            rcv.accept()
+            assert bodies == ["m%d" % i for i in range(100)]
+        finally:
+            conn.close()
+    finally:
+        c.stop()
