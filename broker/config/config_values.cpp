@@ -104,6 +104,13 @@ result<std::chrono::milliseconds, std::string> timeout_in(const value_source& v)
     auto ms = std::llround(*d * 1000.0);
     if (*d > 0 && ms == 0)
         return fail(format_double(*d) + " seconds is below 1 ms (use 0 for no timeout)");
+    // A node advertises half its idle-timeout, and a node refuses a peer's
+    // under 100 ms (amqp_connection::min_peer_idle_timeout_ms): less than
+    // 0.2 s here would have every other node refuse this one's relay
+    // connections.
+    if (ms > 0 && ms < 200)
+        return fail(format_double(*d) + " seconds is below 0.2 s, the shortest a node takes (it advertises half, "
+                                        "and refuses a peer's under 100 ms); use 0 for no timeout");
     return std::chrono::milliseconds(ms);
 }
 

@@ -31,10 +31,12 @@ bool amqp_connection::transfer_allowed(link_ctx& lc, pn_delivery_t* d) {
         foreign_delivery(lc);
         return false;
     }
-    // Proton counts a delivery against the link's credit as it arrives;
-    // the node never takes credit back, so below zero the peer sent more
-    // than it was given.
-    if (pn_link_remote_credit(l) >= 0) return true;
+    // The node takes each delivery off the link (pn_link_advance) before
+    // the next, and Proton counts it against the link's credit then: the
+    // current one was sent within the credit the node gave if some is left
+    // (the node never takes credit back). Deliveries after it in the same
+    // read are judged in their turn, so those within credit are kept.
+    if (pn_link_current(l) != d || pn_link_credit(l) > 0) return true;
     end_link(lc, errc::transfer_limit_exceeded,
              std::string("a transfer came on link '") + pn_link_name(l) +
                  "' beyond the credit this node gave it: wait for credit (a flow frame) before sending");
@@ -43,16 +45,20 @@ bool amqp_connection::transfer_allowed(link_ctx& lc, pn_delivery_t* d) {
 
 // Proton keeps a link's credit in a signed 32-bit int: a client that grants
 // 2^31 or more (a legal uint) leaves it negative, and the node would send
-// nothing and never answer a drain. The node sends a plain consumer nothing
-// beyond its credit, so any negative credit there is such a grant; a
-// relaying node may have sent a few of the owner's messages beyond it
-// (the client lowered its credit meanwhile), so there only a credit far
-// below zero is taken for one.
+// nothing and never answer a drain. Credit plus what Proton holds queued
+// is the client's grant less what reached the wire; it is below zero
+// legitimately only by what is in flight, when the client lowered its
+// credit under the messages it had not yet seen. In flight is at most the
+// unsettled messages of an at-least-once consumer; an at-most-once
+// consumer's are settled as they go, so there only a deficit too large for
+// any window (2^30) is taken for such a grant.
 bool amqp_connection::credit_countable(pn_link_t* l) {
     link_ctx* lc = ctx_of(l);
     if (lc == nullptr || !lc->consumer || lc->closed || lc->batch != 0 || lc->credits) return true;
-    const int credit = pn_link_credit(l);
-    if (credit >= (lc->relayed ? -(1 << 24) : 0)) return true;
+    const int64_t deficit = -(static_cast<int64_t>(pn_link_credit(l)) + pn_link_queued(l));
+    if (deficit <= 0) return true;
+    const bool presettled = pn_link_snd_settle_mode(l) == PN_SND_SETTLED;
+    if (deficit <= (1 << 30) && (presettled || deficit <= pn_link_unsettled(l))) return true;
     end_link(*lc, errc::invalid_field,
              std::string("the link-credit granted on link '") + pn_link_name(l) +
                  "' is 2147483648 or more, which this node cannot count: grant at most 2147483647");

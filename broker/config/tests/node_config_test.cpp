@@ -430,6 +430,7 @@ TEST_F(node_config_test, file_out_of_range_numbers_name_the_key) {
     file_error("max-message-size = -5\n", 1, {"key 'max-message-size'", "negative"});
     file_error("idle-timeout = -0.5\n", 1, {"key 'idle-timeout'", "negative"});
     file_error("idle-timeout = 0.0001\n", 1, {"key 'idle-timeout'", "below 1 ms"});
+    file_error("idle-timeout = 0.05\n", 1, {"key 'idle-timeout'", "below 0.2 s"});
     file_error("idle-timeout = 1e10\n", 1, {"key 'idle-timeout'", "above the maximum"});
     file_error("idle-timeout = inf\n", 1, {"key 'idle-timeout'", "finite"});
     file_error("[[listener]]\naddress = \"a:1\"\nmax-frame-size = 511\n", 3,
