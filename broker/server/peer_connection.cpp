@@ -146,13 +146,17 @@ void peer_connection::end_batch() {
             msgs_.clear();
             for (uint64_t id : orphans_) end_orphan(id);
             orphans_.clear();
+            // The consumers' outcomes before the producers' messages that
+            // came after them: a client that accepts a message and then
+            // sends one to the same full queue finds the room at the owner,
+            // as it would connected there.
+            send_controls();
             for (uint64_t id : to_send_)
                 if (twin* t = find(id)) {
                     t->queued = false;
                     send_batches(*t);
                 }
             to_send_.clear();
-            send_controls();
         }
     }
     out_.flush();
