@@ -113,7 +113,7 @@ class RawConnection:
     def named(self, name):
         return [f for f in self.frames if f.name == name]
 
-    def open(self, idle_timeout_ms=None, session=True, max_frame=None):
+    def open(self, idle_timeout_ms=None, session=True, max_frame=None, incoming_window=2048):
         fields = ["raw-amqp", None, uint(max_frame) if max_frame else None, None]
         if idle_timeout_ms is not None:
             fields.append(uint(idle_timeout_ms))
@@ -121,7 +121,7 @@ class RawConnection:
         assert self.wait_for("open"), self.frames
         if not session:
             return
-        self.send(frame(BEGIN, [None, uint(0), uint(2048), uint(2048)]))
+        self.send(frame(BEGIN, [None, uint(0), uint(incoming_window), uint(2048)]))
         assert self.wait_for("begin"), self.frames
 
     def attach(self, address, role_receiver, handle=0, source_filter=None):
@@ -138,9 +138,9 @@ class RawConnection:
         self.send(frame(ATTACH, fields))
         assert self.wait_for("attach"), self.frames
 
-    def flow(self, handle, delivery_count, credit):
-        self.send(frame(FLOW, [uint(0), uint(2048), uint(0), uint(2048), uint(handle), uint(delivery_count),
-                               uint(credit)]))
+    def flow(self, handle, delivery_count, credit, next_incoming_id=0, incoming_window=2048):
+        self.send(frame(FLOW, [uint(next_incoming_id), uint(incoming_window), uint(0), uint(2048), uint(handle),
+                               uint(delivery_count), uint(credit)]))
 
     def transfer(self, handle, delivery_id, tag, payload, settled=False):
         self.send(frame(TRANSFER, [uint(handle), uint(delivery_id), tag, uint(0), settled, False], payload))

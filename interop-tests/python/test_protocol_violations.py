@@ -1,6 +1,8 @@
 """What no client library sends, written by hand (raw_amqp.py): each gets a
 condition that says what was wrong, nothing is lost, and the node goes on
 serving everyone else."""
+import time
+
 from proton import Message
 from proton.utils import BlockingConnection
 
@@ -143,6 +145,32 @@ def test_a_credit_of_2_to_the_31_or_more_ends_the_link_with_a_reason(wharfd):
     raw.flow(0, 0, 0x7FFFFFFF)  # the most it counts: taken, and served
     assert raw.wait_for("transfer") is not None, raw.frames
     assert not raw.named("detach"), raw.frames
+    raw.close()
+
+
+def test_a_consumer_may_lower_its_credit_under_the_messages_on_their_way(wharfd):
+    # Legal, and not a grant of 2^31: a consumer whose session window lets
+    # one transfer through at a time grants 10, then lowers its credit to 0
+    # while nine wait at the node, then grants again. It gets all ten, and
+    # keeps its link (a first version of the 2^31 check ended it).
+    send_and_take(wharfd.url, "lowered", [])
+    c = BlockingConnection(wharfd.url, timeout=10, sasl_enabled=False)
+    s = c.create_sender("lowered")
+    for i in range(10):
+        s.send(Message(body="m%d" % i))
+    c.close()
+    raw = RawConnection(wharfd.port)
+    raw.open(incoming_window=1)
+    raw.attach("lowered", role_receiver=True)
+    raw.flow(0, 0, 10, incoming_window=1)
+    assert raw.wait_for("transfer") is not None, raw.frames
+    raw.flow(0, 1, 0, next_incoming_id=1, incoming_window=0)  # credit 0, nine on their way
+    raw.flow(0, 1, 20, next_incoming_id=1, incoming_window=2048)  # and more again
+    deadline = time.monotonic() + 10
+    while len(raw.named("transfer")) < 10 and not raw.named("detach") and time.monotonic() < deadline:
+        raw.read(0.2)
+    assert not raw.named("detach"), raw.frames
+    assert len(raw.named("transfer")) == 10, raw.frames
     raw.close()
 
 
