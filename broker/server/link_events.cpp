@@ -2,6 +2,7 @@
 // engine's answers to them (the consumer side is in consumer_links.cpp).
 
 #include "broker/amqp/message_codec.hpp"
+#include "broker/common/names.hpp"
 #include "broker/management/management_service.hpp"
 #include "broker/server/amqp_connection.hpp"
 #include "broker/server/pn_util.hpp"
@@ -141,6 +142,15 @@ void amqp_connection::resolve(link_ctx& lc, size_t index) {
             if (lc.new_credit()) commands_.push_back(engine::cmd_credit{lc.id, lc.credit_said, lc.drain_said});
         }
         return;
+    }
+    if (index == 0) {
+        // A name no queue can have is refused before the cluster is asked
+        // (as the engine refuses it): placing it first left an owner record
+        // of a queue no link could ever use.
+        if (auto why = check_queue_name(lc.address)) {
+            refuse_link(lc, error{errc::invalid_field, "the address: " + *why}, nullptr);
+            return;
+        }
     }
     std::weak_ptr<connection_outbox> out = outbox_;
     const engine::link_id id = lc.id;

@@ -9,7 +9,7 @@ from proton import Delivery, Message
 from proton.handlers import MessagingHandler
 from proton.reactor import Container
 
-from cluster_util import Cluster, connect
+from cluster_util import Cluster, attach, connect
 
 # n2 owns every queue; clients connect to n1 (as in test_cluster_relay.py).
 PINNED = {"lease-ttl": 1, "poll-interval": 0.05, "rules": '["nowhere-* -> node:n9", "* -> node:n2"]'}
@@ -301,3 +301,25 @@ def test_a_relayed_producer_hears_each_stored_message_accepted_while_the_rest_wa
             conn.close()
     finally:
         c.stop()
+
+
+def test_a_name_no_queue_can_have_is_never_placed(cluster):
+    # A control character in a name: CREATE answered 201 and an attach,
+    # though refused, placed it first; either way the cluster kept an owner
+    # record of a queue no link could ever use (counted by placement,
+    # planned for by REBALANCE, printed raw by status).
+    from mgmt_client import Mgmt
+    n1, n2 = cluster.nodes
+    bad = "bad\x01name"
+    got = attach(n1, bad)
+    assert got != "local" and got["condition"] == "amqp:invalid-field", got
+    assert "control character" in got["description"], got
+    m = Mgmt(n1.url)
+    try:
+        status, desc, _ = m.call("CREATE", type="wharf.queue", name=bad)
+        assert status == 400 and "control character" in desc, (status, desc)
+        assert m.call("CREATE", type="wharf.queue", name="good-name")[0] == 201  # the same path, a good name
+    finally:
+        m.close()
+    owners = cluster.owners()
+    assert bad not in owners and "good-name" in owners, owners

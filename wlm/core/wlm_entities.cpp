@@ -1,6 +1,7 @@
 #include "wlm/core/wlm_entities.hpp"
 
 #include "broker/common/names.hpp"
+#include "broker/common/text.hpp"
 #include "plugins/api/queue_settings.hpp"
 #include "wlm/core/cluster_admin.hpp"
 #include "wlm/core/rebalance.hpp"
@@ -152,6 +153,11 @@ result<entity, error> owner_entities::create(const std::string& queue, const ent
     if (queue.size() > max_queue_name)
         return fail(error{errc::invalid_field, "a queue's name is at most " + std::to_string(max_queue_name) +
                                                    " bytes; this one is " + std::to_string(queue.size())});
+    // A name no link could attach to (a control character, a NUL, not
+    // UTF-8) is not placed: it used to be, and stayed a queue nobody
+    // could use, counted by placement and planned for by REBALANCE.
+    if (auto why = check_queue_name(queue))
+        return fail(error{errc::invalid_field, quoted(printable(queue, 200)) + " cannot be a queue's name: " + *why});
     if (auto bad = plugins::unknown_setting(args, "CREATE")) return fail(*bad);
     auto settings = plugins::settings_from_args(args, queue);
     if (!settings) return fail(settings.error());
