@@ -47,6 +47,20 @@ std::vector<std::string> numbered(int from, int to) {
     return out;
 }
 
+// wharf-wlm's --wait is checked before anything is asked: -1 and NaN used
+// to start the move and exit 0.
+TEST(wharf_wlm_tool, a_wait_that_is_not_a_time_is_a_usage_error_and_moves_nothing) {
+    for (const char* wait : {"-1", "nan"}) {
+        std::string out;
+        const std::string store = "sqlite:" + std::string(::testing::TempDir()) + "wharf-wlm-not-created.db";
+        EXPECT_EQ(run_tool({WHARF_WLM_PATH, "--metadata", store, "move", "q", "n2", "--wait", wait},
+                           std::chrono::seconds(20), &out),
+                  std::optional<int>(2))
+            << out;
+        EXPECT_NE(out.find("--wait"), std::string::npos) << out;
+    }
+}
+
 TEST(redirect_client_move, links_follow_a_queue_that_moves) {
     cluster_options o;
     o.rules.clear();

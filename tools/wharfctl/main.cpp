@@ -10,6 +10,7 @@
 #include "client/management/mgmt_client.hpp"
 
 #include "client/redirect_target.hpp"
+#include "broker/common/seconds_option.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -18,6 +19,7 @@
 namespace {
 
 using namespace wharf::ctl;
+using wharf::seconds_check;
 
 constexpr int exit_ok = 0, exit_status = 1, exit_usage = 2, exit_unreachable = 3;
 
@@ -40,18 +42,6 @@ int fail(int code, const std::string& what, const std::string& hint = "") {
 }
 
 // Seconds: a number, positive (or zero when zero_ok), at most a day.
-CLI::Validator seconds_check(bool zero_ok) {
-    return CLI::Validator(
-        [zero_ok](std::string& text) -> std::string {
-            double v = 0;
-            if (!CLI::detail::lexical_cast(text, v)) return "'" + text + "' is not a number of seconds";
-            if (v < 0 || (v == 0 && !zero_ok) || v > 86400)
-                return "'" + text + "' is not between " + (zero_ok ? "0" : "0 (exclusive)") + " and 86400 seconds";
-            return "";
-        },
-        "SECONDS");
-}
-
 CLI::App* command(CLI::App& app, const char* name, const char* what) {
     CLI::App* c = app.add_subcommand(name, what);
     c->fallthrough(); // global options may follow the command

@@ -13,6 +13,7 @@
 
 #include "wlm/core/cluster_admin.hpp"
 #include "wlm/metadata/open_metadata_store.hpp"
+#include "broker/common/seconds_option.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -84,7 +85,8 @@ int main(int argc, char** argv) {
     auto* mv = app.add_subcommand("move", "move a queue to another node (its messages go with it)");
     mv->add_option("queue", queue, "the queue")->required();
     mv->add_option("node", node, "the node to move it to")->required();
-    mv->add_option("--wait", wait, "wait up to this many seconds for the move to end");
+    mv->add_option("--wait", wait, "wait up to this many seconds for the move to end")
+        ->check(wharf::seconds_check(true));
     auto* dr = app.add_subcommand("drain", "move every queue off a node; it gets no new ones");
     dr->add_option("node", node, "the node")->required();
     auto* un = app.add_subcommand("undrain", "end a node's drain: it takes queues again");

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <string>
+#include <vector>
 
 namespace wharf::ctl::test {
 namespace {
@@ -47,6 +48,19 @@ TEST(wharfctl, a_released_request_fails_at_once_saying_it_did_not_run) {
     mini_broker_options o;
     o.release_first = true; // the first message it gets is the request
     expect_refused_at_once(o, "amqp:released: the node did not run it (sending it again is safe)");
+}
+
+// A time given as NaN is a usage error, as -1 is: --timeout nan failed as
+// "no connection within -9223372036854775808 ms" (exit 3), and move --wait
+// nan started the move before it failed.
+TEST(wharfctl, seconds_that_are_not_a_number_are_usage_errors) {
+    for (const std::vector<std::string>& args :
+         {std::vector<std::string>{WHARFCTL_PATH, "-b", "127.0.0.1:1", "--timeout", "nan", "status"},
+          std::vector<std::string>{WHARFCTL_PATH, "-b", "127.0.0.1:1", "move", "q", "n2", "--wait", "nan"}}) {
+        std::string out;
+        EXPECT_EQ(run_tool(args, std::chrono::seconds(20), &out), std::optional<int>(2)) << out;
+        EXPECT_NE(out.find("'nan' is not between 0"), std::string::npos) << out;
+    }
 }
 
 } // namespace
