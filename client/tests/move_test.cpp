@@ -19,6 +19,7 @@
 #include <proton/receiver_options.hpp>
 
 #include <algorithm>
+#include <filesystem>
 #include <set>
 #include <string>
 #include <thread>
@@ -49,7 +50,7 @@ std::vector<std::string> numbered(int from, int to) {
 
 // wharf-wlm's --wait is checked before anything is asked: -1 and NaN used
 // to start the move and exit 0.
-TEST(wharf_wlm_tool, a_wait_that_is_not_a_time_is_a_usage_error_and_moves_nothing) {
+TEST(wharf_wlm_tool, bad_arguments_are_refused_before_anything_is_asked_or_created) {
     for (const char* wait : {"-1", "nan"}) {
         std::string out;
         const std::string store = "sqlite:" + std::string(::testing::TempDir()) + "wharf-wlm-not-created.db";
@@ -59,6 +60,15 @@ TEST(wharf_wlm_tool, a_wait_that_is_not_a_time_is_a_usage_error_and_moves_nothin
             << out;
         EXPECT_NE(out.find("--wait"), std::string::npos) << out;
     }
+    // A store path that does not exist (a typo) is not created and shown as
+    // an empty cluster: status used to answer "nodes: queues:" and exit 0.
+    const std::string missing = std::string(::testing::TempDir()) + "wharf-wlm-typo.db";
+    std::string out;
+    EXPECT_EQ(run_tool({WHARF_WLM_PATH, "--metadata", "sqlite:" + missing, "status"}, std::chrono::seconds(20), &out),
+              std::optional<int>(2))
+        << out;
+    EXPECT_NE(out.find("no such file"), std::string::npos) << out;
+    EXPECT_FALSE(std::filesystem::exists(missing));
 }
 
 TEST(redirect_client_move, links_follow_a_queue_that_moves) {

@@ -18,6 +18,7 @@
 #include <CLI/CLI.hpp>
 
 #include <chrono>
+#include <filesystem>
 #include <cstdio>
 #include <iostream>
 #include <thread>
@@ -95,6 +96,13 @@ int main(int argc, char** argv) {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
         return app.exit(e) == 0 ? 0 : 2;
+    }
+    // Every command here acts on a cluster that exists: a mistyped SQLite
+    // path would be created, and shown as a cluster with nothing in it.
+    if (metadata.rfind("sqlite:", 0) == 0 && !std::filesystem::exists(metadata.substr(7))) {
+        std::cerr << "wharf-wlm: --metadata " << metadata << ": no such file: no cluster has used it "
+                  << "(check the path; nodes create it when they start)\n";
+        return 2;
     }
     auto store = open_metadata_store(metadata);
     if (!store) {
