@@ -322,6 +322,8 @@ void ctl_commands::move(const std::string& queue, const std::string& node, std::
     const mgmt_reply moved = checked(r);
     if (wait.count() == 0) {
         if (json_) print_entity(moved.body);
+        else if (cell(moved.body, "node") == node) // a move back to the owner cancels the one under way
+            out_ << "queue '" << queue << "': its move is cancelled; it stays on " << node << "\n";
         else out_ << "queue '" << queue << "' is moving from " << cell(moved.body, "node") << " to " << node << "\n";
         return;
     }

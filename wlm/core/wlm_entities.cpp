@@ -338,10 +338,12 @@ result<double, error> weight_arg(const char* name, const plugins::attribute_valu
     };
     if (auto* i = std::get_if<int64_t>(&v)) {
         if (*i < 0) return bad(std::to_string(*i) + " is not a number >= 0");
+        if (static_cast<double>(*i) > max_weight) return bad(std::to_string(*i) + " is more than the largest weight, 1e9");
         return static_cast<double>(*i);
     }
     if (auto* x = std::get_if<double>(&v)) {
         if (!std::isfinite(*x) || *x < 0) return bad(format_score(*x) + " is not a finite number >= 0");
+        if (*x > max_weight) return bad(format_score(*x) + " is more than the largest weight, 1e9");
         return *x;
     }
     if (auto* t = std::get_if<std::string>(&v)) {

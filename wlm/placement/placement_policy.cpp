@@ -133,8 +133,8 @@ std::string invalid_weights_reason(const placement_weights& w) {
     for (auto [name, value] : {named{"queues", w.queues}, named{"messages", w.messages},
                                named{"message_rate", w.message_rate},
                                named{"connections", w.connections}})
-        if (!std::isfinite(value) || value < 0)
-            return std::string("placement weight ") + name + " must be a finite number >= 0, not " +
+        if (!std::isfinite(value) || value < 0 || value > max_weight)
+            return std::string("placement weight ") + name + " must be a number from 0 to 1e9, not " +
                    format_score(value);
     return {};
 }
@@ -155,6 +155,7 @@ result<double, std::string> parse_weight(std::string_view text) {
     auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
     if (text.empty() || ec != std::errc{} || end != text.data() + text.size() || !std::isfinite(v) || v < 0)
         return fail(quoted(text) + " is not a number >= 0");
+    if (v > max_weight) return fail(quoted(text) + " is more than the largest weight, 1e9 (scores must stay finite)");
     return v;
 }
 

@@ -38,6 +38,9 @@ struct placement_weights {
 
 // Why the weights are unusable (a weight negative or not finite), or empty.
 std::string invalid_weights_reason(const placement_weights& w);
+// The largest weight taken: with any larger, a node's score could overflow
+// to infinity, and least-loaded would fall back to node-id order.
+inline constexpr double max_weight = 1e9;
 
 double load_score(const node_load& n, const placement_weights& w);
 

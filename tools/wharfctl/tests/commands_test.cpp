@@ -135,6 +135,18 @@ TEST(wharfctl_commands, move_waits_until_active_on_the_target) {
     EXPECT_EQ(out.str(), "queue 'q' is on n3 (epoch 4)\n");
 }
 
+// A move back to the owner cancels the move under way, and says so (it
+// printed "moving from n1 to n1").
+TEST(wharfctl_commands, a_move_back_to_the_owner_says_the_move_is_cancelled) {
+    fake_node node;
+    node.answers = {mgmt_reply{200, "OK", {}, datum{datum::map{{"name", text("q")}, {"node", text("n1")},
+                                                                {"state", text("active")}, {"epoch", num(5)}}}}};
+    std::ostringstream out;
+    ctl_commands c(std::ref(node), "n1", false, out);
+    c.move("q", "n1", std::chrono::milliseconds(0));
+    EXPECT_EQ(out.str(), "queue 'q': its move is cancelled; it stays on n1\n");
+}
+
 TEST(wharfctl_commands, rebalance_on_a_node_without_it_says_so) {
     fake_node node;
     node.answers = {{404, "unknown entity type 'wharf.placement'", {}, {}}};

@@ -200,6 +200,8 @@ TEST_F(wlm_entities_test, placement_shows_the_weights_and_update_changes_them_fo
              {"weightQueues", int64_t{-2}},
              {"weightMessageRate", true},
              {"weightMessages", -0.5},
+             {"weightMessages", 1e308},
+             {"weightQueues", int64_t{2000000000}},
              {"weightQueues", std::numeric_limits<double>::infinity()},
              {"weightConnections", std::numeric_limits<double>::quiet_NaN()}}) {
         auto r = placement.invoke("UPDATE", "placement", {{attr, bad}});

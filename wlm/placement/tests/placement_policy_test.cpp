@@ -130,9 +130,15 @@ TEST(placement_least_loaded, bad_weights_are_an_error) {
     placer p;
     p.nodes = {node("n1")};
     p.weights.messages = -1;
-    EXPECT_TRUE(contains(p.error_for("q"), "placement weight messages must be a finite number >= 0"));
+    EXPECT_TRUE(contains(p.error_for("q"), "placement weight messages must be a number from 0 to 1e9"));
     p.weights.messages = std::numeric_limits<double>::quiet_NaN();
     EXPECT_TRUE(contains(p.error_for("q"), "messages"));
+    // So large that a score would be infinite (least-loaded then fell back
+    // to node-id order and sent every queue to n1).
+    p.weights.messages = 1e308;
+    EXPECT_TRUE(contains(p.error_for("q"), "from 0 to 1e9"));
+    EXPECT_FALSE(parse_weight("1e308"));
+    EXPECT_TRUE(parse_weight("1e9"));
     EXPECT_TRUE(invalid_weights_reason(placement_weights{}).empty());
 }
 
