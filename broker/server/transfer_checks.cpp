@@ -48,17 +48,18 @@ bool amqp_connection::transfer_allowed(link_ctx& lc, pn_delivery_t* d) {
 // nothing and never answer a drain. Credit plus what Proton holds queued
 // is the client's grant less what reached the wire; it is below zero
 // legitimately only by what is in flight, when the client lowered its
-// credit under the messages it had not yet seen. In flight is at most the
-// unsettled messages of an at-least-once consumer; an at-most-once
-// consumer's are settled as they go, so there only a deficit too large for
-// any window (2^30) is taken for such a grant.
+// credit under the messages it had not yet seen. How many are in flight
+// the node cannot tell (settled ones, a browser's copies, leave no trace),
+// so a grant is taken for 2^31 or more when the deficit is larger than any
+// window (2^30), or when nothing was ever sent on the link (so nothing can
+// be in flight): a client granting 4,294,967,295 at attach is caught, one
+// granting it later is not (it gets nothing until it grants again).
 bool amqp_connection::credit_countable(pn_link_t* l) {
     link_ctx* lc = ctx_of(l);
     if (lc == nullptr || !lc->consumer || lc->closed || lc->batch != 0 || lc->credits) return true;
     const int64_t deficit = -(static_cast<int64_t>(pn_link_credit(l)) + pn_link_queued(l));
     if (deficit <= 0) return true;
-    const bool presettled = pn_link_snd_settle_mode(l) == PN_SND_SETTLED;
-    if (deficit <= (1 << 30) && (presettled || deficit <= pn_link_unsettled(l))) return true;
+    if (deficit <= (1 << 30) && lc->sent != 0) return true;
     end_link(*lc, errc::invalid_field,
              std::string("the link-credit granted on link '") + pn_link_name(l) +
                  "' is 2147483648 or more, which this node cannot count: grant at most 2147483647");
