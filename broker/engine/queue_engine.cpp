@@ -300,6 +300,15 @@ void queue_engine::dead_letter(queue& from, queue_entry&& e) {
     const uint64_t old_seq = e.seq;
     e.excluded.reset();
     e.expiry_ms = 0; // it has expired already, or must not expire from the DLQ unseen
+    // Nor anywhere else: a dead-letter queue another node owns reads the
+    // copy's TTL again when the copy reaches it, and the copy expired there
+    // (lost: that queue's dead-letter queue is itself). The copy's header
+    // keeps everything but its TTL.
+    if (auto info = amqp::scan_message(e.body.bytes()); info && info->header.ttl_ms) {
+        amqp::header_fields h = info->header;
+        h.ttl_ms.reset();
+        e.body = message_ref::copy_of(amqp::with_header(e.body.bytes(), *info, h));
+    }
     ++from.counters_for_update().dead_lettered;
     // Stored even while the disk fails: the writer keeps what it could not
     // write and writes it when it can, with the source's remove below.
